@@ -1,0 +1,238 @@
+/**
+ * The kernel: builds the container, loads plugins through one door (builtins and third-party
+ * alike), owns the frozen hooks, and hands out the runtime. It knows no provider, tool,
+ * database, socket or UI.
+ */
+import awilix from 'awilix';
+import type { Disposable, KernelHookTaps, Plugin, PluginContext, PluginModule, RuntimeErrorInfo, RuntimePaths, SessionHookTaps, Settings } from '../plugin-api.js';
+import { ConfigError, PluginError, RuntimeError, toErrorInfo } from './errors.js';
+import { createKernelHooks, createSessionHooks, facadeFor, type KernelHooks, type SessionHooks } from './hooks.js';
+import { createLogger, type LogSink } from './logger.js';
+import { resolvePaths } from './paths.js';
+import { discoverThirdParty, orderPlugins, resolvePluginModule } from './plugin-loader.js';
+import { ProviderRegistry, ServiceRegistry, ToolRegistry } from './registries.js';
+import { Runtime } from './runtime.js';
+import { SessionManager } from './sessions.js';
+import { FileSettingsStore, validateSettings } from './settings.js';
+
+const { createContainer, asValue, asClass, InjectionMode } = awilix;
+
+/** Every container key, in one place. */
+export const Keys = {
+  paths: 'paths',
+  settings: 'settings',
+  logger: 'logger',
+  kernelHooks: 'kernelHooks',
+  sessionHooks: 'sessionHooks',
+  tools: 'tools',
+  providers: 'providers',
+  services: 'services',
+  sessions: 'sessions',
+  runtime: 'runtime',
+} as const;
+
+export interface KernelOptions {
+  /** `$LIVEAGENT_HOME` (default: the environment, else ~/.liveagent). */
+  home?: string;
+  /** Plugins that ship with the host, loaded first in the order given. */
+  builtins?: PluginModule[];
+  /** Extra plugins (tests, embedders). */
+  plugins?: PluginModule[];
+  /** Use these settings instead of reading settings.json (still validated). */
+  settings?: Settings;
+  /** Load third-party plugins from `<home>/plugins` and settings (default true). */
+  thirdParty?: boolean;
+  logSink?: LogSink;
+}
+
+export interface LoadedPlugin {
+  name: string;
+  status: 'active' | 'failed';
+  error?: RuntimeErrorInfo;
+}
+
+export class Kernel {
+  readonly loaded: LoadedPlugin[] = [];
+  private readonly disposers: Array<{ name: string; subs: Disposable[] }> = [];
+  private stopped = false;
+
+  constructor(
+    readonly container: awilix.AwilixContainer,
+    readonly hooks: KernelHooks,
+    readonly sessionHooks: SessionHooks,
+    readonly runtime: Runtime,
+    readonly settings: FileSettingsStore,
+    readonly paths: RuntimePaths,
+    readonly services: ServiceRegistry,
+    readonly sessions: SessionManager,
+  ) {}
+
+  /** Failures of plugins that did not load. */
+  get failures(): RuntimeErrorInfo[] {
+    return this.loaded.filter((p) => p.status === 'failed').map((p) => p.error!);
+  }
+
+  track(name: string, subs: Disposable[]) {
+    this.disposers.push({ name, subs });
+  }
+
+  /** Stop runs, let plugins finish their writes, then undo every registration in reverse order. */
+  async shutdown(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    const runs = this.sessions.all().flatMap((s) => (s.activeRun ? [s.activeRun] : []));
+    for (const r of runs) r.abort('shutdown');
+    await Promise.race([Promise.all(runs.map((r) => r.result)), new Promise((r) => setTimeout(r, 5000))]);
+    await this.hooks.shutdown.promise();
+    for (const { subs } of this.disposers.reverse()) {
+      for (const d of subs.reverse()) {
+        try {
+          d.dispose();
+        } catch {
+          /* keep undoing the rest */
+        }
+      }
+    }
+    await this.container.dispose();
+  }
+}
+
+export async function createKernel(options: KernelOptions = {}): Promise<Kernel> {
+  const paths = resolvePaths(options.home);
+  const log = (source: string) => createLogger(source, options.logSink);
+  const logger = log('kernel');
+  const settings = new FileSettingsStore(paths.settingsFile, options.settings ? validateSettings(options.settings) : undefined);
+  const kernelHooks = createKernelHooks();
+  const sessionHooks = createSessionHooks();
+  const container = createContainer({ injectionMode: InjectionMode.PROXY, strict: true });
+  container.register({
+    [Keys.paths]: asValue(paths),
+    [Keys.settings]: asValue(settings),
+    [Keys.logger]: asValue(logger),
+    [Keys.kernelHooks]: asValue(kernelHooks),
+    [Keys.sessionHooks]: asValue(sessionHooks),
+    [Keys.tools]: asValue(new ToolRegistry()),
+    [Keys.providers]: asValue(new ProviderRegistry()),
+    [Keys.services]: asValue(new ServiceRegistry()),
+    [Keys.sessions]: asClass(SessionManager).singleton(),
+    [Keys.runtime]: asClass(Runtime).singleton(),
+  });
+  const tools = container.resolve<ToolRegistry>(Keys.tools);
+  const providers = container.resolve<ProviderRegistry>(Keys.providers);
+  const services = container.resolve<ServiceRegistry>(Keys.services);
+  const runtime = container.resolve<Runtime>(Keys.runtime);
+  const kernel = new Kernel(container, kernelHooks, sessionHooks, runtime, settings, paths, services, container.resolve(Keys.sessions));
+
+  const reportFailure = (info: RuntimeErrorInfo) => {
+    logger.error(info.message);
+    if (kernelHooks.failed.isUsed()) kernelHooks.failed.call(info);
+  };
+
+  // Gather every plugin: builtins, extras, then third-party. A third-party plugin that cannot
+  // be imported is reported by name and skipped; the host keeps going.
+  const candidates: Plugin[] = [];
+  const origins = new Map<string, string>();
+  const add = async (mod: PluginModule, origin: string) => {
+    const p = await resolvePluginModule(mod, origin);
+    candidates.push(p);
+    origins.set(p.name, origin);
+  };
+  for (const mod of options.builtins ?? []) await add(mod, 'builtin');
+  for (const mod of options.plugins ?? []) await add(mod, 'embedded');
+  if (options.thirdParty !== false) {
+    for (const found of discoverThirdParty(paths.plugins, paths.home, settings.get().plugins)) {
+      try {
+        await add(await found.load(), found.origin);
+      } catch (err) {
+        const info = err instanceof RuntimeError ? err.toInfo() : toErrorInfo(new PluginError(found.origin, `cannot load plugin from ${found.origin}: ${(err as Error).message}`, { cause: err }));
+        kernel.loaded.push({ name: found.origin, status: 'failed', error: info });
+        reportFailure(info);
+      }
+    }
+  }
+
+  const ordered = orderPlugins(candidates); // throws DependencyError naming the plugins
+  const failed = new Set<string>();
+  for (const plugin of ordered) {
+    const blocker = (plugin.requires ?? []).find((r) => failed.has(r));
+    if (blocker) {
+      const info = new PluginError(plugin.name, `plugin "${plugin.name}" was not loaded because plugin "${blocker}", which it requires, failed`).toInfo();
+      failed.add(plugin.name);
+      kernel.loaded.push({ name: plugin.name, status: 'failed', error: info });
+      reportFailure(info);
+      continue;
+    }
+    const subs: Disposable[] = [];
+    try {
+      const ctx = makeContext(plugin, subs, { kernelHooks, sessionHooks, tools, providers, services, settings, paths, runtime, log, reportFailure });
+      await plugin.apply(ctx);
+      kernel.track(plugin.name, subs);
+      kernel.loaded.push({ name: plugin.name, status: 'active' });
+    } catch (err) {
+      for (const d of subs.reverse()) {
+        try {
+          d.dispose();
+        } catch {
+          /* undo as much as possible */
+        }
+      }
+      const info =
+        err instanceof RuntimeError && err.plugin === plugin.name
+          ? err.toInfo()
+          : new PluginError(plugin.name, `plugin "${plugin.name}" failed to apply: ${(err as Error)?.message ?? String(err)}`, { hook: 'apply', cause: err }).toInfo();
+      failed.add(plugin.name);
+      kernel.loaded.push({ name: plugin.name, status: 'failed', error: info });
+      reportFailure(info);
+    }
+  }
+  await kernelHooks.ready.promise();
+  return kernel;
+}
+
+interface ContextDeps {
+  kernelHooks: KernelHooks;
+  sessionHooks: SessionHooks;
+  tools: ToolRegistry;
+  providers: ProviderRegistry;
+  services: ServiceRegistry;
+  settings: FileSettingsStore;
+  paths: RuntimePaths;
+  runtime: Runtime;
+  log: (source: string) => ReturnType<typeof createLogger>;
+  reportFailure: (info: RuntimeErrorInfo) => void;
+}
+
+function makeContext(plugin: Plugin, subs: Disposable[], d: ContextDeps): PluginContext {
+  const name = plugin.name;
+  const current = d.settings.get();
+  const raw = plugin.settingsKey ? current[plugin.settingsKey] : current.pluginSettings?.[name];
+  let config: unknown = raw;
+  if (plugin.settingsSchema) {
+    const r = plugin.settingsSchema.safeParse(raw ?? {});
+    if (!r.success) {
+      const i = r.error.issues[0]!;
+      const where = plugin.settingsKey ?? `pluginSettings.${name}`;
+      throw new ConfigError(`settings for plugin "${name}": ${[where, ...i.path.map(String)].join('.')}: ${i.message}`, { plugin: name });
+    }
+    config = r.data;
+  }
+  const track = (disp: Disposable) => {
+    subs.push(disp);
+    return disp;
+  };
+  return Object.freeze({
+    name,
+    hooks: facadeFor<KernelHooks, KernelHookTaps>(name, d.kernelHooks as never, subs, d.reportFailure),
+    sessionHooks: facadeFor<SessionHooks, SessionHookTaps>(name, d.sessionHooks as never, subs, d.reportFailure),
+    registerTool: (tool) => track(d.tools.add(tool, name)),
+    registerProvider: (provider) => track(d.providers.add(provider, name)),
+    provide: (key, service) => track(d.services.provide(key, service, name)),
+    service: <T>(key: string) => d.services.get<T>(key),
+    logger: d.log(name),
+    config,
+    settings: d.settings,
+    subscriptions: subs,
+    paths: d.paths,
+    runtime: d.runtime,
+  } satisfies PluginContext);
+}

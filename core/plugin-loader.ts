@@ -1,0 +1,135 @@
+/**
+ * Finding, validating and ordering plugins. Third-party plugins come from folders under
+ * `$LIVEAGENT_HOME/plugins/<name>/` (a package.json and an entry) and from npm package names in
+ * settings; both go through the same manifest check as the builtins.
+ */
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { z } from 'zod';
+import type { Plugin, PluginModule } from '../plugin-api.js';
+import { DependencyError, PluginError } from './errors.js';
+
+const PluginManifestSchema = z.object({
+  name: z.string().regex(/^[A-Za-z0-9@/._-]{1,100}$/, 'must be 1-100 letters, digits, @ / . _ or -'),
+  version: z.string().optional(),
+  requires: z.array(z.string().min(1)).optional(),
+  enforce: z.enum(['pre', 'post']).optional(),
+  settingsKey: z.string().min(1).optional(),
+  settingsSchema: z.custom((v) => v === undefined || (!!v && typeof (v as { safeParse?: unknown }).safeParse === 'function'), 'must have safeParse').optional(),
+  apply: z.custom<Plugin['apply']>((v) => typeof v === 'function', 'must be a function'),
+});
+
+const PackageJsonSchema = z.object({
+  name: z.string().optional(),
+  main: z.string().optional(),
+  exports: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
+});
+
+/** Check a plugin object's shape; the error names the plugin (or where it came from). */
+export function validatePlugin(value: unknown, origin: string): Plugin {
+  const r = PluginManifestSchema.safeParse(value);
+  if (!r.success) {
+    const i = r.error.issues[0]!;
+    const name = value && typeof value === 'object' && typeof (value as { name?: unknown }).name === 'string' ? (value as { name: string }).name : origin;
+    throw new PluginError(name, `plugin "${name}" (${origin}) is malformed: ${i.path.join('.') || 'plugin'} ${i.message}`);
+  }
+  return value as Plugin;
+}
+
+/** Turn a module's default export (a plugin or a factory) into a validated plugin. */
+export async function resolvePluginModule(mod: PluginModule, origin: string, options?: Record<string, unknown>): Promise<Plugin> {
+  const value = typeof mod === 'function' ? await (mod as (o?: unknown) => Plugin | Promise<Plugin>)(options) : mod;
+  return validatePlugin(value, origin);
+}
+
+function entryOf(dir: string): string {
+  const pkgFile = path.join(dir, 'package.json');
+  const raw = JSON.parse(fs.readFileSync(pkgFile, 'utf8'));
+  const pkg = PackageJsonSchema.parse(raw);
+  let entry: string | undefined;
+  if (typeof pkg.exports === 'string') entry = pkg.exports;
+  else if (pkg.exports) {
+    const dot = (pkg.exports['.'] ?? pkg.exports) as unknown;
+    if (typeof dot === 'string') entry = dot;
+    else if (dot && typeof dot === 'object') {
+      const d = dot as Record<string, unknown>;
+      const pick = d.import ?? d.default ?? d.node;
+      if (typeof pick === 'string') entry = pick;
+    }
+  }
+  entry ??= pkg.main ?? 'index.js';
+  return path.resolve(dir, entry);
+}
+
+export interface DiscoveredPlugin {
+  origin: string;
+  load(): Promise<PluginModule>;
+}
+
+/** Plugin folders under `<home>/plugins` and npm names from settings, not yet imported. */
+export function discoverThirdParty(pluginsDir: string, home: string, npmNames: string[] = []): DiscoveredPlugin[] {
+  const found: DiscoveredPlugin[] = [];
+  let dirs: string[] = [];
+  try {
+    dirs = fs.readdirSync(pluginsDir, { withFileTypes: true }).filter((d) => d.isDirectory() || d.isSymbolicLink()).map((d) => d.name).sort();
+  } catch {
+    /* no plugins folder: nothing to load */
+  }
+  for (const name of dirs) {
+    const dir = path.join(pluginsDir, name);
+    if (!fs.existsSync(path.join(dir, 'package.json'))) continue;
+    found.push({
+      origin: `${dir}`,
+      load: async () => (await import(pathToFileURL(entryOf(dir)).href)).default as PluginModule,
+    });
+  }
+  const homeRequire = createRequire(path.join(home, 'package.json'));
+  for (const name of npmNames) {
+    found.push({
+      origin: `npm package "${name}"`,
+      load: async () => {
+        let specifier = name;
+        try {
+          specifier = pathToFileURL(homeRequire.resolve(name)).href;
+        } catch {
+          /* fall back to resolving from the runtime's own node_modules */
+        }
+        return (await import(specifier)).default as PluginModule;
+      },
+    });
+  }
+  return found;
+}
+
+/**
+ * Load order: `requires` first (a plugin after what it requires), then `enforce` (pre, normal,
+ * post), then the given order. Missing requirements and cycles are errors naming the plugins.
+ */
+export function orderPlugins(plugins: Plugin[]): Plugin[] {
+  const byName = new Map<string, Plugin>();
+  for (const p of plugins) {
+    if (byName.has(p.name)) throw new DependencyError(`two plugins are named "${p.name}"`, { plugin: p.name });
+    byName.set(p.name, p);
+  }
+  for (const p of plugins) {
+    for (const r of p.requires ?? []) {
+      if (!byName.has(r)) throw new DependencyError(`plugin "${p.name}" requires "${r}", which is not loaded`, { plugin: p.name, missing: r });
+    }
+  }
+  const rank = (p: Plugin) => (p.enforce === 'pre' ? 0 : p.enforce === 'post' ? 2 : 1);
+  const base = plugins.map((p, i) => ({ p, i })).sort((a, b) => rank(a.p) - rank(b.p) || a.i - b.i).map((x) => x.p);
+  const done = new Set<string>();
+  const out: Plugin[] = [];
+  while (out.length < base.length) {
+    const next = base.find((p) => !done.has(p.name) && (p.requires ?? []).every((r) => done.has(r)));
+    if (!next) {
+      const stuck = base.filter((p) => !done.has(p.name)).map((p) => p.name);
+      throw new DependencyError(`plugin requirements form a cycle among: ${stuck.join(', ')}`, { plugins: stuck });
+    }
+    done.add(next.name);
+    out.push(next);
+  }
+  return out;
+}

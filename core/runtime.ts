@@ -1,0 +1,148 @@
+/**
+ * The runtime API that hosts and plugins drive conversations through: provider and model
+ * resolution, run start with duplicate-request protection, and fan-out of every event.
+ */
+import path from 'node:path';
+import { z } from 'zod';
+import type { Disposable, LifecycleEvent, Provider, RunHandle, RunOptions, RuntimeApi, RuntimePaths, SettingsStore, ToolDefinition } from '../plugin-api.js';
+import { UsageError } from './errors.js';
+import type { SessionHooks } from './hooks.js';
+import { CONVERSATION_ID_PATTERN, newConversationId } from './ids.js';
+import type { Logger } from '../plugin-api.js';
+import type { ProviderRegistry, ToolRegistry } from './registries.js';
+import { Run } from './run.js';
+import type { SessionManager } from './sessions.js';
+
+const RunOptionsSchema = z.object({
+  conversationId: z.string().regex(CONVERSATION_ID_PATTERN, 'must be 1-128 letters, digits, _ or -').optional(),
+  input: z.array(z.object({ type: z.string() }).passthrough()).optional(),
+  mode: z.enum(['text', 'tools', 'agent-dev']).optional(),
+  provider: z.string().min(1).optional(),
+  model: z.string().min(1).optional(),
+  workdir: z.string().min(1).optional(),
+  clientRequestId: z.string().min(1).max(200).optional(),
+  truncateFromMessageId: z.string().min(1).optional(),
+});
+
+export interface RuntimeDeps {
+  sessionHooks: SessionHooks;
+  tools: ToolRegistry;
+  providers: ProviderRegistry;
+  settings: SettingsStore;
+  paths: RuntimePaths;
+  logger: Logger;
+  sessions: SessionManager;
+}
+
+export class Runtime implements RuntimeApi {
+  private listeners = new Set<(e: LifecycleEvent) => void>();
+  private readonly d: RuntimeDeps;
+
+  constructor(deps: RuntimeDeps) {
+    // PROXY injection: keep the cradle and read services lazily.
+    this.d = deps;
+  }
+
+  tools(): ToolDefinition[] {
+    return this.d.tools.list().map((e) => e.tool);
+  }
+
+  providers(): Provider[] {
+    return this.d.providers.list();
+  }
+
+  provider(id: string): Provider | undefined {
+    return this.d.providers.get(id);
+  }
+
+  /** The provider a request without `--provider` uses: the settings default, else the first configured. */
+  defaultProvider(): Provider | undefined {
+    const settings = this.d.settings.get();
+    if (settings.defaultProvider) return this.d.providers.get(settings.defaultProvider);
+    return this.d.providers.list().find((p) => safeConfigured(p, settings));
+  }
+
+  resolveModel(provider: Provider, model?: string): string {
+    if (model) return model;
+    const settings = this.d.settings.get();
+    const defaultProvider = settings.defaultProvider ? this.d.providers.get(settings.defaultProvider) : undefined;
+    if (settings.defaultModel && defaultProvider === provider) return settings.defaultModel;
+    const ps = settings.providers?.[provider.id]?.defaultModel;
+    return typeof ps === 'string' && ps ? ps : provider.defaultModel;
+  }
+
+  startRun(options: RunOptions): RunHandle {
+    const parsed = RunOptionsSchema.safeParse(options);
+    if (!parsed.success) {
+      const i = parsed.error.issues[0]!;
+      throw new UsageError(`invalid run options: ${i.path.join('.') || '(options)'}: ${i.message}`);
+    }
+    const settings = this.d.settings.get();
+    let provider: Provider | undefined;
+    if (options.provider) {
+      provider = this.d.providers.get(options.provider);
+      if (!provider) throw new UsageError(`unknown provider "${options.provider}" (known: ${this.knownProviders()})`);
+    } else {
+      provider = this.defaultProvider();
+      if (!provider) {
+        if (settings.defaultProvider) throw new UsageError(`unknown provider "${settings.defaultProvider}" in settings.defaultProvider (known: ${this.knownProviders()})`);
+        throw new UsageError('no provider is configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY, or add a provider in settings.json');
+      }
+    }
+    const isNew = !options.conversationId;
+    const session = this.d.sessions.get(options.conversationId ?? newConversationId());
+    if (options.clientRequestId) {
+      const earlier = session.runForRequest(options.clientRequestId);
+      if (earlier) return earlier;
+    }
+    if (session.activeRun) throw new UsageError(`conversation "${session.conversationId}" already has a run in progress`);
+    if (isNew) session.known = true;
+    const run = new Run(
+      { hooks: this.d.sessionHooks, tools: this.d.tools, settings, paths: this.d.paths, logger: this.d.logger, publish: (e) => this.publish(e) },
+      {
+        session,
+        isNew,
+        ...(options.input ? { input: options.input } : {}),
+        ...(options.truncateFromMessageId ? { truncateFromMessageId: options.truncateFromMessageId } : {}),
+        mode: options.mode ?? settings.defaultMode ?? 'tools',
+        provider,
+        model: this.resolveModel(provider, options.model),
+        workdir: path.resolve(options.workdir ?? process.cwd()),
+        ...(options.signal ? { signal: options.signal } : {}),
+      },
+    );
+    session.begin(run, options.clientRequestId);
+    return run;
+  }
+
+  activeRun(conversationId: string): RunHandle | undefined {
+    return this.d.sessions.peek(conversationId)?.activeRun;
+  }
+
+  onEvent(listener: (event: LifecycleEvent) => void): Disposable {
+    this.listeners.add(listener);
+    return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  private publish(e: LifecycleEvent): void {
+    for (const l of this.listeners) {
+      try {
+        l(e);
+      } catch (err) {
+        this.d.logger.error('an event listener failed', err);
+      }
+    }
+  }
+
+  private knownProviders(): string {
+    return this.d.providers.list().map((p) => p.id).join(', ') || 'none loaded';
+  }
+}
+
+function safeConfigured(p: Provider, settings: ReturnType<SettingsStore['get']>): boolean {
+  try {
+    return p.isConfigured(settings);
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,792 @@
+/**
+ * LiveAgent plugin API: the one public contract.
+ *
+ * A plugin written against this file alone, loaded from `$LIVEAGENT_HOME/plugins/<name>/` or from
+ * an npm package named in settings, can add tools, providers, services and hook taps without a
+ * change to the kernel. Built-in plugins use exactly this surface.
+ *
+ * Import it as `liveagent/plugin-api`. At runtime only {@link definePlugin} exists, and it is an
+ * identity helper: a plugin needs nothing from us at runtime.
+ *
+ * The file reads in lifecycle order: basics, content, plugin + context, tools, providers, the
+ * session and its hooks, events, errors. Lines beginning "Contract:" are behaviour the kernel
+ * guarantees and tests pin.
+ */
+
+// ────────────────────────────────────────────────────────────────────────────────────────────
+// Basics
+// ────────────────────────────────────────────────────────────────────────────────────────────
+
+/** Something that can be undone. Every `register*` returns one; the kernel disposes them on unload. */
+export interface Disposable {
+  dispose(): void;
+}
+
+/** A JSON value, as stored in settings, tool arguments and `details`. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+/** A JSON object. */
+export type JsonObject = { [key: string]: JsonValue };
+
+/** A logger whose lines carry the plugin's name. Lines go to stderr (never to a CLI's stdout). */
+export interface Logger {
+  debug(message: string, data?: unknown): void;
+  info(message: string, data?: unknown): void;
+  warn(message: string, data?: unknown): void;
+  error(message: string, data?: unknown): void;
+}
+
+/**
+ * A validation schema. A zod 4 schema satisfies it as is; anything with a compatible
+ * `safeParse` works too. The kernel turns zod schemas into JSON Schema for the model; other
+ * schemas must give `toJSONSchema()` themselves.
+ */
+export interface SchemaLike<T = unknown> {
+  safeParse(value: unknown): { success: true; data: T } | { success: false; error: { issues: ReadonlyArray<SchemaIssue> } };
+}
+
+/** One validation problem: where (a path into the value) and what. */
+export interface SchemaIssue {
+  readonly path: ReadonlyArray<PropertyKey>;
+  readonly message: string;
+}
+
+/** Execution modes: `text` has no tools; `tools` runs the tool loop; `agent-dev` adds usage and debug detail. */
+export type ExecutionMode = 'text' | 'tools' | 'agent-dev';
+
+// ────────────────────────────────────────────────────────────────────────────────────────────
+// Content: messages and their blocks, as stored in history and sent to providers
+// ────────────────────────────────────────────────────────────────────────────────────────────
+
+/** Plain text. `citations` carries anchors into hosted-search sources, when the provider gives them. */
+export interface TextBlock {
+  type: 'text';
+  text: string;
+  citations?: Citation[];
+}
+
+/**
+ * Model reasoning. `signature` (Anthropic) or `providerData` must be sent back unchanged for the
+ * round trip. `redacted` thinking has no readable text: its opaque payload is in `data`.
+ * Contract: the kernel never sends a thinking block to a provider other than `provider`.
+ */
+export interface ThinkingBlock {
+  type: 'thinking';
+  thinking: string;
+  signature?: string;
+  redacted?: boolean;
+  data?: string;
+  /** The provider id that produced it. */
+  provider?: string;
+  providerData?: JsonObject;
+}
+
+/** A tool call the model made. `input` is the parsed JSON arguments. */
+export interface ToolCallBlock {
+  type: 'tool_call';
+  id: string;
+  name: string;
+  input: JsonObject;
+  /** Provider-specific data that must survive the round trip (e.g. a Gemini thought signature). */
+  providerData?: JsonObject;
+}
+
+/** An image, inline (base64) or by reference to a local file. */
+export interface ImageBlock {
+  type: 'image';
+  mimeType: string;
+  /** Base64 data. May be dropped from old history by context policy; `path` then remains. */
+  data?: string;
+  path?: string;
+}
+
+/** A hosted (server-side) web search and its sources, as run by the provider. */
+export interface HostedSearchBlock {
+  type: 'hosted_search';
+  provider: string;
+  id?: string;
+  queries: string[];
+  sources: SearchSource[];
+  status: 'completed' | 'failed';
+  /** Opaque provider payload that must be sent back for the round trip (e.g. encrypted content). */
+  providerData?: JsonObject;
+}
+
+/** One source of a hosted search. */
+export interface SearchSource {
+  title: string;
+  url: string;
+  snippet?: string;
+}
+
+/** A citation anchor inside a text block. */
+export interface Citation {
+  url: string;
+  title?: string;
+  citedText?: string;
+}
+
+/** Content a tool result may hold. */
+export type ToolResultContent = TextBlock | ImageBlock;
+
+/** The result of one tool call, in a `tool` message. */
+export interface ToolResultBlock {
+  type: 'tool_result';
+  toolCallId: string;
+  toolName: string;
+  content: ToolResultContent[];
+  isError: boolean;
+  /** Structured data for the UI and history replay (e.g. `{ kind: 'ask_user_question', ... }`). Never sent to the model. */
+  details?: JsonObject;
+}
+
+/** Every content block. */
+export type ContentBlock = TextBlock | ThinkingBlock | ToolCallBlock | ImageBlock | HostedSearchBlock | ToolResultBlock;
+
+/** Token usage for one model round. */
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens?: number;
+  cacheWriteTokens?: number;
+  reasoningTokens?: number;
+}
+
+/** Why a model round stopped. */
+export type StopReason = 'end' | 'tool_use' | 'max_tokens' | 'refusal' | 'aborted' | 'error';
+
+/** A message in a conversation. Tool results of one round travel in one `tool` message. */
+export interface Message {
+  id: string;
+  role: 'user' | 'assistant' | 'tool';
+  content: ContentBlock[];
+  createdAt: number;
+  /** Assistant only: who produced it. */
+  provider?: string;
+  model?: string;
+  stopReason?: StopReason;
+  usage?: Usage;
+  /** Assistant only: error text when the round failed. */
+  errorMessage?: string;
+  /** Assistant only: files changed by successful Write / Edit / Delete results of this reply. */
+  editedFiles?: EditedFile[];
+  /** Free-form metadata for plugins (never sent to the model). */
+  meta?: JsonObject;
+}
+
+/** One entry of the edited-files ledger. */
+export interface EditedFile {
+  path: string;
+  action: 'write' | 'edit' | 'delete';
+}
+
+// ────────────────────────────────────────────────────────────────────────────────────────────
+// Plugins and their context
+// ────────────────────────────────────────────────────────────────────────────────────────────
+
+/**
+ * A plugin: a plain object. `apply` runs once at boot, in load order.
+ * Contract: load order follows `requires` (a plugin loads after what it requires), then
+ * `enforce` ('pre' first, 'post' last), then the order given. A missing requirement or a cycle
+ * stops boot with an error that names the plugins.
+ */
+export interface Plugin {
+  /** Unique name, e.g. `provider-anthropic` or `acme-weather`. Used in every error and tap. */
+  name: string;
+  /** Semver-ish version, informational. */
+  version?: string;
+  /** Names of plugins that must load before this one. */
+  requires?: string[];
+  /** Place relative to plugins without `enforce`. */
+  enforce?: 'pre' | 'post';
+  /**
+   * Settings section this plugin reads, validated at boot. The section lives in settings.json
+   * under `plugins.<name>` unless `settingsKey` names a top-level key (builtins use it, e.g. `mcpServers`).
+   */
+  settingsSchema?: SchemaLike;
+  settingsKey?: string;
+  /** Wire the plugin up. May be async; a throw here is reported with the plugin's name and the host goes on without it. */
+  apply(ctx: PluginContext): void | Promise<void>;
+}
+
+/** Identity helper for type inference. A plugin module default-exports its result (or a factory returning it). */
+export declare function definePlugin(plugin: Plugin): Plugin;
+
+/** What a plugin module may default-export. */
+export type PluginModule = Plugin | ((options?: JsonObject) => Plugin | Promise<Plugin>);
+
+/** The object each plugin receives. Made for that plugin alone: its taps and registrations carry its name. */
+export interface PluginContext {
+  /** The plugin's name. */
+  readonly name: string;
+  /** Process-wide hooks (ready, shutdown, session created, failed). Tap-only. */
+  readonly hooks: KernelHookTaps;
+  /**
+   * Per-conversation hooks. A tap made here is applied to every session (existing and future);
+   * the tap receives the session's {@link RequestContext} or {@link SessionInfo}.
+   */
+  readonly sessionHooks: SessionHookTaps;
+  /** Register a tool. Disposing it withdraws the tool. */
+  registerTool(tool: ToolDefinition): Disposable;
+  /** Register a provider. Disposing it withdraws the provider. */
+  registerProvider(provider: Provider): Disposable;
+  /** Share a service with other plugins under a key (one owner per key). */
+  provide<T>(key: string, service: T): Disposable;
+  /** Get a service another plugin provides; undefined when nobody does. */
+  service<T>(key: string): T | undefined;
+  /** The plugin's logger. */
+  readonly logger: Logger;
+  /** The plugin's settings section, validated by `settingsSchema` when given. */
+  readonly config: unknown;
+  /** The whole settings store (read, write, watch). */
+  readonly settings: SettingsStore;
+  /** Everything pushed here is disposed when the plugin unloads (in reverse order). */
+  readonly subscriptions: Disposable[];
+  /** Paths the host runs with. */
+  readonly paths: RuntimePaths;
+  /** The runtime: tools, providers, sessions. For hosts and plugins that drive conversations (the gateway). */
+  readonly runtime: RuntimeApi;
+}
+
+/** Where things live. */
+export interface RuntimePaths {
+  /** `$LIVEAGENT_HOME`, default `~/.liveagent`. */
+  home: string;
+  /** `<home>/settings.json`. */
+  settingsFile: string;
+  /** `<home>/uploads` (readable by tools, never writable). */
+  uploads: string;
+  /** `<home>/plugins`. */
+  plugins: string;
+}
+
+/** The settings file, validated. */
+export interface SettingsStore {
+  /** The current settings (a frozen snapshot). */
+  get(): Settings;
+  /**
+   * Replace settings with `next` (validated; an invalid value throws a ConfigError naming the
+   * field and nothing is written). Writes atomically, then notifies watchers.
+   */
+  set(next: Settings): Promise<Settings>;
+  /** Shallow-merge a patch into the settings and save (same validation as `set`). */
+  update(patch: Partial<Settings>): Promise<Settings>;
+  /** Called after every successful change. */
+  onChange(listener: (settings: Settings) => void): Disposable;
+}
+
+/** The settings shape. Sections the kernel knows are typed; plugin sections are open. */
+export interface Settings {
+  /** Provider used when a request names none. */
+  defaultProvider?: string;
+  /** Model used when a request names none (else the provider's default). */
+  defaultModel?: string;
+  defaultMode?: ExecutionMode;
+  /** The user's system prompt, added after the default one. */
+  systemPrompt?: string;
+  /** Built-in provider settings by id (`claude_code`, `codex`, `gemini`). Override the environment. */
+  providers?: Record<string, ProviderSettings>;
+  /** Providers defined only in settings. */
+  customProviders?: CustomProviderSettings[];
+  /** npm package names of third-party plugins to load. */
+  plugins?: string[];
+  /** Per-plugin settings sections, by plugin name. */
+  pluginSettings?: Record<string, JsonValue>;
+  /** Tool loop bounds and other run limits. */
+  runtime?: RuntimeSettings;
+  /** Any other section (owned by a plugin through `settingsKey`). */
+  [section: string]: unknown;
+}
+
+/** Settings of a built-in provider. */
+export interface ProviderSettings {
+  apiKey?: string;
+  /** Name of an environment variable holding the key. */
+  apiKeyEnv?: string;
+  baseUrl?: string;
+  defaultModel?: string;
+  /** Provider-specific options (e.g. codex `api: 'responses' | 'chat'`). */
+  [option: string]: unknown;
+}
+
+/** A provider defined only in settings. */
+export interface CustomProviderSettings {
+  id: string;
+  name?: string;
+  format: 'anthropic' | 'openai-chat' | 'openai-responses' | 'gemini';
+  baseUrl: string;
+  apiKey?: string;
+  apiKeyEnv?: string;
+  defaultModel?: string;
+  models?: ModelInfo[];
+}
+
+/** Limits of a run. Every timeout is configurable so tests run in seconds. */
+export interface RuntimeSettings {
+  /** Maximum model rounds in one tool loop (default 50). */
+  maxRounds?: number;
+  /** How often a streaming reply is persisted, at most (ms, default 250). */
+  persistIntervalMs?: number;
+  /** Attempts for a provider request that fails before any output (default 4). */
+  retryMaxAttempts?: number;
+  /** First backoff wait (ms, default 1000); doubles per attempt, with jitter. */
+  retryBaseDelayMs?: number;
+  /** Longest backoff wait, also caps a server's retry-after (ms, default 30000). */
+  retryMaxDelayMs?: number;
+  /** A stream silent this long is ended with a timeout error (ms, default 120000). */
+  streamIdleTimeoutMs?: number;
+}
+
+// ────────────────────────────────────────────────────────────────────────────────────────────
+// Tools
+// ────────────────────────────────────────────────────────────────────────────────────────────
+
+/**
+ * A tool. Arguments are validated with `parameters` before `execute`; invalid arguments go back
+ * to the model as an error result naming the problem, so it can fix the call.
+ */
+export interface ToolDefinition<Args = any> {
+  /** Name the model sees: letters, digits, `_`, `-`; at most 64 characters. */
+  name: string;
+  /** Model-facing description (keep long ones in a `.md` beside the tool). */
+  description: string;
+  /** Argument schema (a zod 4 schema, or any SchemaLike with `jsonSchema` given). */
+  parameters: SchemaLike<Args>;
+  /** JSON Schema for the model; derived from a zod schema when omitted. */
+  jsonSchema?: JsonObject;
+  /** Modes that offer this tool (default: tools and agent-dev). */
+  modes?: ExecutionMode[];
+  /**
+   * `parallel` tools may run concurrently with other parallel calls of the same round;
+   * `exclusive` ones run alone, in order. Default `exclusive`.
+   */
+  concurrency?: 'parallel' | 'exclusive';
+  /**
+   * Rules appended to the system prompt before each provider request in which this tool is
+   * offered. Contract: never stored in history or compaction state.
+   */
+  promptRules?: string[];
+  /**
+   * When true the kernel does not stream this call's argument deltas as `message_update`
+   * events; the call appears whole at `tool_execution_start` (AskUserQuestion uses it).
+   */
+  hideArgumentDeltas?: boolean;
+  /**
+   * Called when the call is reported (`tool_execution_start`), before `execute`: may return
+   * arguments stamped with host data (e.g. a deadline) that clients see and `execute` receives.
+   */
+  prepareArguments?(args: Args, ctx: ToolContext): Args;
+  /** Run the tool. Throwing is the same as returning `{ isError: true }` with the message. */
+  execute(args: Args, ctx: ToolContext): Promise<ToolResult>;
+}
+
+/** What `execute` receives besides its arguments. */
+export interface ToolContext {
+  toolCallId: string;
+  toolName: string;
+  conversationId: string;
+  runId: string;
+  mode: ExecutionMode;
+  /** Absolute working directory of the run. */
+  workdir: string;
+  /** Aborted when the run stops: end work promptly (kill processes, settle waits). */
+  signal: AbortSignal;
+  /** Report progress: becomes a `tool_execution_update` event. */
+  update(partial: ToolProgress): void;
+  /**
+   * Emit an event in the conversation's stream. A {@link NamedPluginEventType} travels under
+   * its own type (`ask_user_question`); any other name as `{ type: 'custom', name }`.
+   */
+  emit(type: string, payload: JsonObject): void;
+  logger: Logger;
+  paths: RuntimePaths;
+  settings: Settings;
+}
+
+/** Progress of a running tool. */
+export interface ToolProgress {
+  content?: ToolResultContent[];
+  details?: JsonObject;
+}
+
+/** What a tool returns. */
+export interface ToolResult {
+  content: ToolResultContent[];
+  isError?: boolean;
+  details?: JsonObject;
+  /** Files this call changed (feeds the edited-files ledger). Contract: only Write, Edit and Delete report these. */
+  editedFiles?: EditedFile[];
+}
+
+/** A tool as a provider sees it. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  inputSchema: JsonObject;
+}
+
+// ────────────────────────────────────────────────────────────────────────────────────────────
+// Providers
+// ────────────────────────────────────────────────────────────────────────────────────────────
+
+/** Facts about a model (catalog entry). */
+export interface ModelInfo {
+  id: string;
+  name?: string;
+  contextWindow?: number;
+  maxOutputTokens?: number;
+  thinking?: boolean;
+  cache?: boolean;
+  /** USD per million tokens. */
+  price?: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number };
+}
+
+/** A system prompt part. Parts are joined in order; `cache` marks a cache breakpoint after it. */
+export interface SystemPart {
+  /** Who added it, e.g. `base`, `user-settings`, `tool-rules`. */
+  id: string;
+  text: string;
+  cache?: boolean;
+}
+
+/** A normalized request, built by the session's request hooks. */
+export interface ProviderRequest {
+  model: string;
+  system: SystemPart[];
+  messages: Message[];
+  tools: ToolSpec[];
+  toolChoice?: 'auto' | 'any' | 'none' | { name: string };
+  maxOutputTokens?: number;
+  /** Thinking budget in tokens (0 or absent: provider default). */
+  thinkingBudget?: number;
+  /** Provider-specific options merged from settings and the request. */
+  options: JsonObject;
+  conversationId: string;
+}
+
+/**
+ * What a provider stream yields. Block events carry the index of the block within the
+ * assistant message. Contract: providers never throw mid-stream; they end with `done` or `error`.
+ */
+export type ProviderEvent =
+  | { type: 'block_start'; index: number; block: { type: 'text' } | { type: 'thinking' } | { type: 'tool_call'; id: string; name: string } }
+  | { type: 'text_delta'; index: number; text: string }
+  | { type: 'thinking_delta'; index: number; text: string }
+  | { type: 'tool_input_delta'; index: number; json: string }
+  /** The block's final form (signature, parsed input, citations). */
+  | { type: 'block_end'; index: number; block: ContentBlock }
+  | { type: 'usage'; usage: Usage }
+  | { type: 'done'; stopReason: StopReason; responseId?: string }
+  | { type: 'error'; error: ProviderErrorInfo };
+
+/** A provider failure. `retryable` tells the kernel whether a retry can help. */
+export interface ProviderErrorInfo {
+  message: string;
+  /** HTTP status when there was one. */
+  status?: number;
+  /** e.g. `overloaded`, `rate_limited`, `auth`, `bad_request`, `network`, `stream`, `timeout`. */
+  code: string;
+  retryable: boolean;
+  /** Milliseconds the server asked us to wait. */
+  retryAfterMs?: number;
+}
+
+/** A model provider. */
+export interface Provider {
+  /** e.g. `claude_code`. */
+  id: string;
+  aliases?: string[];
+  displayName: string;
+  /** The model used when none is chosen. */
+  defaultModel: string;
+  models?: ModelInfo[];
+  /** True when the provider has what it needs (a key, or an endpoint that needs none). */
+  isConfigured(settings: Settings): boolean;
+  /** Stream one model round. Must honour `signal` and never throw: failures are `error` events. */
+  stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent>;
+}
+
+// ────────────────────────────────────────────────────────────────────────────────────────────
+// The runtime, sessions and runs
+// ────────────────────────────────────────────────────────────────────────────────────────────
+
+/** Registries and conversations, for hosts and plugins that drive them. */
+export interface RuntimeApi {
+  tools(): ToolDefinition[];
+  providers(): Provider[];
+  /** Resolve a provider by id or alias; undefined when unknown. */
+  provider(id: string): Provider | undefined;
+  /** Start a run. Returns at once; the run belongs to the runtime, not to the caller. */
+  startRun(options: RunOptions): RunHandle;
+  /** The active run of a conversation, if any. */
+  activeRun(conversationId: string): RunHandle | undefined;
+  /** Subscribe to every lifecycle event of every conversation. Listeners must not block. */
+  onEvent(listener: (event: LifecycleEvent) => void): Disposable;
+}
+
+/** What starts a run. */
+export interface RunOptions {
+  /** Omit to start a new conversation. */
+  conversationId?: string;
+  /** The user's message (text and images). Omit to re-run the stored history as is (resend). */
+  input?: ContentBlock[];
+  mode?: ExecutionMode;
+  provider?: string;
+  model?: string;
+  workdir?: string;
+  /** Edit and resend: drop this message and everything after it, then run with `input`. */
+  truncateFromMessageId?: string;
+  /** Client-chosen id: a second run with the same id for the same conversation is not started. */
+  clientRequestId?: string;
+  signal?: AbortSignal;
+}
+
+/** A running (or finished) run. */
+export interface RunHandle {
+  runId: string;
+  conversationId: string;
+  /** Every event of this run, in order. Reading slowly never slows the run. */
+  events: AsyncIterable<LifecycleEvent>;
+  /** Settles when the run ends (never rejects). */
+  result: Promise<RunResult>;
+  /** Stop the run (mid-stream or mid-tool). */
+  abort(reason?: string): void;
+}
+
+/** How a run ended. */
+export interface RunResult {
+  status: 'completed' | 'aborted' | 'error';
+  conversationId: string;
+  runId: string;
+  error?: RuntimeErrorInfo;
+  /** The assistant and tool messages produced. */
+  messages: Message[];
+  usage: Usage;
+  /** Files changed by successful Write / Edit / Delete calls during the run (the ledger). */
+  editedFiles?: EditedFile[];
+}
+
+/** Facts about a session given to session-level taps. */
+export interface SessionInfo {
+  conversationId: string;
+  /** The persisted tail: the last sequence number emitted for this conversation. */
+  lastSeq: number;
+}
+
+/** What request-building taps receive. */
+export interface RequestContext {
+  conversationId: string;
+  runId: string;
+  /** 1-based model round within the run. */
+  round: number;
+  mode: ExecutionMode;
+  provider: Provider;
+  model: string;
+  workdir: string;
+  settings: Settings;
+  /** The tools offered this round (after the `tools` hook). Empty in text mode. */
+  tools: ToolDefinition[];
+  signal: AbortSignal;
+}
+
+/** A stored conversation's history, as the persistence hook loads it. */
+export interface HistorySnapshot {
+  conversationId: string;
+  /** Messages of the active segment, oldest first. */
+  messages: Message[];
+  /** Summary of earlier segments (compaction), merged into the system prompt. */
+  summary?: string;
+  lastSeq: number;
+}
+
+/** The round the kernel commits in one transaction. */
+export interface RoundRecord {
+  conversationId: string;
+  runId: string;
+  round: number;
+  assistant: Message;
+  /** Tool results of the round (absent when the model made no calls). */
+  toolResults?: Message;
+  usage?: Usage;
+  provider: string;
+  model: string;
+  lastSeq: number;
+}
+
+/** A tool call on its way through dispatch. */
+export interface ToolCallInfo {
+  id: string;
+  name: string;
+  input: JsonObject;
+  conversationId: string;
+  runId: string;
+  round: number;
+  mode: ExecutionMode;
+  workdir: string;
+}
+
+/** Why a before-tap blocked a tool call. */
+export interface ToolBlock {
+  block: true;
+  reason: string;
+}
+
+/** Tap options: `stage` orders taps (lower first; see {@link SystemPromptStages}); `before` names taps to precede. */
+export interface TapOptions {
+  stage?: number;
+  before?: string | string[];
+}
+
+/** A tap-only view of a hook: the plugin can tap, only the owner calls. The tap is named after the plugin. */
+export interface HookTap<Args extends unknown[], R> {
+  tap(fn: (...args: Args) => R, options?: TapOptions): Disposable;
+}
+
+/**
+ * Documented stages of the `systemPrompt` hook. Taps at a stage see everything added by lower
+ * stages. Compaction and memory plugins use their stage; tool rules come last.
+ */
+export declare const SystemPromptStages: {
+  readonly BASE: 0;
+  readonly USER_SETTINGS: 100;
+  readonly SKILLS: 200;
+  readonly MEMORY: 300;
+  readonly COMPACTION_SUMMARY: 400;
+  readonly TOOL_RULES: 1000;
+};
+
+/** Documented stages of the `messages` hook. */
+export declare const MessageStages: {
+  /** Repair (synthetic results for dangling tool calls), done by the kernel. */
+  readonly REPAIR: -100;
+  /** Compaction drops covered messages here. */
+  readonly COMPACTION: 0;
+  /** Context policy (e.g. dropping old image bytes). */
+  readonly CONTEXT_POLICY: 100;
+  /** Provider conversion happens inside the provider; this is the last generic stage. */
+  readonly SANITIZE: 200;
+};
+
+/** Process-wide hooks. */
+export interface KernelHookTaps {
+  /** All plugins applied; hosts start serving after it. */
+  ready: HookTap<[], void | Promise<void>>;
+  /** The process is stopping: finish writes, close sockets, stop children. */
+  shutdown: HookTap<[], void | Promise<void>>;
+  /** A conversation session was created (first use in this process). */
+  sessionCreated: HookTap<[SessionInfo], void>;
+  /** Something failed outside a run (a plugin, a tap, a background task). */
+  failed: HookTap<[RuntimeErrorInfo], void>;
+}
+
+/**
+ * Per-conversation hooks, in the order a run uses them. Waterfall hooks return the (possibly
+ * changed) value; bail hooks stop at the first tap that returns something other than undefined.
+ * Contract: a throw in a waterfall/bail tap fails the run with the plugin and hook named; a
+ * throw in a notification tap (`event`, `turnEnd`) is reported and the run goes on.
+ */
+export interface SessionHookTaps {
+  /** Load the stored history (bail: the persistence plugin answers). */
+  loadHistory: HookTap<[SessionInfo], HistorySnapshot | undefined | Promise<HistorySnapshot | undefined>>;
+  /** Store the user's message when it is sent. */
+  saveUserMessage: HookTap<[Message, SessionInfo], void | Promise<void>>;
+  /**
+   * Store the streaming assistant message, coalesced (at block boundaries and at most every
+   * `persistIntervalMs`). The message's `meta.partial` is true.
+   */
+  saveProgress: HookTap<[Message, SessionInfo], void | Promise<void>>;
+  /** Commit a round's final state (reply, tool results, usage) in one transaction. */
+  saveRound: HookTap<[RoundRecord], void | Promise<void>>;
+  /** Truncate history at a message (edit and resend): the message and everything after it go. */
+  truncateHistory: HookTap<[{ conversationId: string; fromMessageId: string }], void | Promise<void>>;
+  /** Waterfall: system prompt parts, staged by {@link SystemPromptStages}. */
+  systemPrompt: HookTap<[SystemPart[], RequestContext], SystemPart[] | Promise<SystemPart[]>>;
+  /** Waterfall: the messages to send, staged by {@link MessageStages}. */
+  messages: HookTap<[Message[], RequestContext], Message[] | Promise<Message[]>>;
+  /** Waterfall: the tools offered this round (after the mode filter). */
+  tools: HookTap<[ToolDefinition[], RequestContext], ToolDefinition[] | Promise<ToolDefinition[]>>;
+  /** Waterfall: the final provider request. */
+  providerRequest: HookTap<[ProviderRequest, RequestContext], ProviderRequest | Promise<ProviderRequest>>;
+  /** Bail: decide whether to compact before sending (compaction plugin). */
+  compaction: HookTap<[Message[], RequestContext], { compact: true; reason: string } | undefined | Promise<{ compact: true; reason: string } | undefined>>;
+  /** Notification: every provider event of the round, as it arrives. Must not block. */
+  providerEvent: HookTap<[ProviderEvent, RequestContext], void>;
+  /** Bail: veto a tool call. Return `{ block: true, reason }` to refuse it; the reason goes to the model. */
+  beforeToolCall: HookTap<[ToolCallInfo], ToolBlock | undefined | Promise<ToolBlock | undefined>>;
+  /** Bail: execute a call instead of the registry (return a result to take over). */
+  executeTool: HookTap<[ToolCallInfo, ToolContext], ToolResult | undefined | Promise<ToolResult | undefined>>;
+  /** Waterfall: change a result before it goes to the model and history. */
+  afterToolCall: HookTap<[ToolResult, ToolCallInfo], ToolResult | Promise<ToolResult>>;
+  /** Notification: every lifecycle event, with its sequence number. Must not block. */
+  event: HookTap<[LifecycleEvent], void>;
+  /** Notification (awaited, in parallel): the run ended. Titles, memory and user hooks go here. */
+  turnEnd: HookTap<[RunResult, SessionInfo], void | Promise<void>>;
+}
+
+// ────────────────────────────────────────────────────────────────────────────────────────────
+// Events
+// ────────────────────────────────────────────────────────────────────────────────────────────
+
+/** Fields every lifecycle event has. `seq` starts at 1 and rises across every run of the conversation. */
+export interface EventBase {
+  conversationId: string;
+  runId: string;
+  seq: number;
+  /** Epoch milliseconds. */
+  ts: number;
+}
+
+/**
+ * The lifecycle events, in order: `agent_start`; per round `turn_start`, `message_start`,
+ * `message_update`..., `message_end`, then `tool_execution_start` / `_update` / `_end` per call,
+ * then `turn_end`; finally `agent_end`. Other types (`error`, `ask_user_question`, ...) may
+ * appear between them.
+ */
+export type LifecycleEvent =
+  | (EventBase & { type: 'agent_start'; mode: ExecutionMode; provider: string; model: string; userMessage?: Message })
+  | (EventBase & { type: 'turn_start'; round: number })
+  | (EventBase & { type: 'message_start'; messageId: string; round: number })
+  | (EventBase & { type: 'message_update'; messageId: string; delta: MessageDelta })
+  | (EventBase & { type: 'message_end'; message: Message })
+  | (EventBase & { type: 'tool_execution_start'; toolCallId: string; toolName: string; args: JsonObject })
+  | (EventBase & { type: 'tool_execution_update'; toolCallId: string; toolName: string; partial: ToolProgress })
+  | (EventBase & { type: 'tool_execution_end'; toolCallId: string; toolName: string; result: ToolResultBlock; durationMs: number })
+  | (EventBase & { type: 'turn_end'; round: number; message: Message; toolResults?: Message; usage?: Usage })
+  | (EventBase & { type: 'agent_end'; status: RunResult['status']; usage: Usage; error?: RuntimeErrorInfo; editedFiles?: EditedFile[] })
+  | (EventBase & { type: 'error'; error: RuntimeErrorInfo })
+  /** Events the builtins emit under their own names (see {@link NamedPluginEventType}). */
+  | (EventBase & { type: NamedPluginEventType; payload: JsonObject })
+  /** Any other event a plugin emits with `ToolContext.emit`; `name` is the name it gave. */
+  | (EventBase & { type: 'custom'; name: string; payload: JsonObject });
+
+/**
+ * Event names that travel under their own `type`: a pending question, its settlement, a
+ * compaction checkpoint, a notice (e.g. a retry). Other names become `type: 'custom'`.
+ */
+export type NamedPluginEventType = 'ask_user_question' | 'ask_user_question_settled' | 'compaction' | 'notice';
+
+/** One streamed piece of an assistant message. */
+export type MessageDelta =
+  | { kind: 'text'; index: number; text: string }
+  | { kind: 'thinking'; index: number; text: string }
+  | { kind: 'tool_call_start'; index: number; id: string; name: string }
+  | { kind: 'tool_input'; index: number; json: string }
+  | { kind: 'block'; index: number; block: ContentBlock };
+
+// ────────────────────────────────────────────────────────────────────────────────────────────
+// Errors
+// ────────────────────────────────────────────────────────────────────────────────────────────
+
+/** Error codes of the runtime's error classes. */
+export type RuntimeErrorCode = 'plugin' | 'provider' | 'tool' | 'config' | 'dependency' | 'cancelled' | 'usage' | 'internal';
+
+/** A serializable error, as events and results carry it. */
+export interface RuntimeErrorInfo {
+  code: RuntimeErrorCode;
+  message: string;
+  /** The plugin to blame, when known. */
+  plugin?: string;
+  /** The hook that failed, when known. */
+  hook?: string;
+  details?: JsonObject;
+}
