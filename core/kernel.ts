@@ -3,7 +3,7 @@
  * alike), owns the frozen hooks, and hands out the runtime. It knows no provider, tool,
  * database, socket or UI.
  */
-import awilix from 'awilix';
+import { asClass, asValue, createContainer, InjectionMode, type AwilixContainer } from 'awilix';
 import type { Disposable, KernelHookTaps, Plugin, PluginContext, PluginModule, RuntimeErrorInfo, RuntimePaths, SessionHookTaps, Settings } from '../plugin-api.js';
 import { ConfigError, PluginError, RuntimeError, toErrorInfo } from './errors.js';
 import { createKernelHooks, createSessionHooks, facadeFor, type KernelHooks, type SessionHooks } from './hooks.js';
@@ -15,7 +15,6 @@ import { Runtime } from './runtime.js';
 import { SessionManager } from './sessions.js';
 import { FileSettingsStore, validateSettings } from './settings.js';
 
-const { createContainer, asValue, asClass, InjectionMode } = awilix;
 
 /** Every container key, in one place. */
 export const Keys = {
@@ -57,7 +56,7 @@ export class Kernel {
   private stopped = false;
 
   constructor(
-    readonly container: awilix.AwilixContainer,
+    readonly container: AwilixContainer,
     readonly hooks: KernelHooks,
     readonly sessionHooks: SessionHooks,
     readonly runtime: Runtime,

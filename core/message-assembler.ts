@@ -61,10 +61,10 @@ export class MessageAssembler {
     }
   }
 
-  private slot(index: number, kind: 'text' | 'thinking') {
+  private slot(index: number, kind: 'text' | 'thinking'): { parts: string[] } {
     const s = this.slots.get(index);
     if (s && (s.kind === 'text' || s.kind === 'thinking')) return s;
-    const fresh: Slot = { kind, parts: [] };
+    const fresh = { kind, parts: [] as string[] };
     this.slots.set(index, fresh);
     return fresh;
   }

@@ -46,6 +46,21 @@ async function streamEvents(s: MockAnthropicServer, c = client(s)): Promise<unkn
   return out;
 }
 
+/** Iterates the raw stream, returning what was yielded and what (if anything) the iteration threw. */
+async function iterate(s: MockAnthropicServer, onEvent?: (ev: any, stream: any) => void) {
+  const seen: any[] = [];
+  const stream = await client(s).messages.create({ ...params, stream: true });
+  try {
+    for await (const ev of stream) {
+      seen.push(ev);
+      onEvent?.(ev, stream);
+    }
+    return { seen, error: undefined as any };
+  } catch (error) {
+    return { seen, error: error as any };
+  }
+}
+
 /** What the SDK should yield for `events`: every payload except pings (it skips them). */
 const expected = (events: SseEvent[]) => events.filter((e) => e.event !== 'ping').map((e) => e.data);
 
@@ -254,15 +269,8 @@ describe('errors', () => {
   });
 
   it('throws an APIError without status at an in-stream error event, after yielding what came before', async () => {
-    const events = loadAnthropicFixture('error-overloaded');
-    const s = await mock({ script: () => events });
-    const seen: any[] = [];
-    let caught: unknown;
-    try {
-      for await (const ev of await client(s).messages.create({ ...params, stream: true })) seen.push(ev);
-    } catch (e) {
-      caught = e;
-    }
+    const s = await mock({ script: () => loadAnthropicFixture('error-overloaded') });
+    const { seen, error: caught } = await iterate(s);
     expect(seen.map((e) => e.type)).toEqual(['message_start', 'content_block_start', 'content_block_delta']);
     expect(caught).toBeInstanceOf(APIError);
     expect(caught).toMatchObject({ status: undefined, type: 'overloaded_error', apiMessage: 'Overloaded' });
@@ -280,23 +288,12 @@ describe('errors', () => {
 });
 
 describe('broken streams', () => {
-  async function iterate(s: MockAnthropicServer, onEvent?: (ev: any, stream: any) => void) {
-    const seen: any[] = [];
-    const stream = await client(s).messages.create({ ...params, stream: true });
-    try {
-      for await (const ev of stream) {
-        seen.push(ev);
-        onEvent?.(ev, stream);
-      }
-      return { seen, error: undefined as any };
-    } catch (error) {
-      return { seen, error: error as any };
-    }
-  }
-
-  it('early EOF (socket closed mid-stream) makes the iteration THROW undici\'s TypeError: terminated, unwrapped', async () => {
+  it.each([
+    ['one write', {}],
+    ['random split', { split: 'random', seed: 3 }],
+  ] as Array<[string, DeliveryOptions]>)('early EOF (%s) makes the iteration THROW undici\'s TypeError: terminated, unwrapped', async (_, delivery) => {
     const events = loadAnthropicFixture('text-basic');
-    const s = await mock({ script: () => ({ kind: 'sse', events, split: 'random', seed: 3, truncateAfterBytes: 400 }) });
+    const s = await mock({ script: () => ({ kind: 'sse', events, ...delivery, truncateAfterBytes: 400 }) });
     const { seen, error } = await iterate(s);
     // Whatever was complete before the cut is yielded first (400 bytes hold message_start and content_block_start).
     expect(seen.map((e) => e.type)).toEqual(['message_start', 'content_block_start']);

@@ -1,0 +1,151 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { LifecycleEvent, Plugin } from '../../plugin-api.js';
+import { createKernel, type Kernel } from '../../core/kernel.js';
+import { fakeProvider, type FakeStep } from '../helpers/fake-provider.js';
+
+const kernels: Kernel[] = [];
+afterEach(async () => {
+  for (const k of kernels.splice(0)) await k.shutdown();
+});
+
+function tmpHome() {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'la-kernel-'));
+}
+
+async function boot(steps: FakeStep[], extra: Plugin[] = [], settings = {}) {
+  const provider = fakeProvider(steps);
+  const plugin: Plugin = { name: 'test-fake', apply: (ctx) => void ctx.registerProvider(provider) };
+  const kernel = await createKernel({ home: tmpHome(), plugins: [plugin, ...extra], settings, thirdParty: false });
+  kernels.push(kernel);
+  return { kernel, provider };
+}
+
+async function collect(events: AsyncIterable<LifecycleEvent>) {
+  const out: LifecycleEvent[] = [];
+  for await (const e of events) out.push(e);
+  return out;
+}
+
+const echoTool: Plugin = {
+  name: 'tool-echo',
+  apply(ctx) {
+    ctx.registerTool({
+      name: 'Echo',
+      description: 'Echo text back',
+      parameters: z.object({ text: z.string() }),
+      concurrency: 'parallel',
+      promptRules: ['Echo only what the user asked for.'],
+      async execute(args: { text: string }) {
+        return { content: [{ type: 'text', text: `echo:${args.text}` }] };
+      },
+    });
+  },
+};
+
+describe('kernel turn', () => {
+  it('text mode streams one reply with no tools and emits events in order', async () => {
+    const { kernel, provider } = await boot([{ text: ['Hel', 'lo'] }], [echoTool]);
+    const run = kernel.runtime.startRun({ input: [{ type: 'text', text: 'hi' }], mode: 'text' });
+    const events = await collect(run.events);
+    const result = await run.result;
+    expect(result.status).toBe('completed');
+    expect(provider.requests[0]!.tools).toEqual([]);
+    const types = events.map((e) => e.type);
+    expect(types[0]).toBe('agent_start');
+    expect(types.slice(1, 3)).toEqual(['turn_start', 'message_start']);
+    expect(types.slice(-3)).toEqual(['message_end', 'turn_end', 'agent_end']);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+  });
+
+  it('tool loop runs tools until the model stops, and the next request carries the results', async () => {
+    const { kernel, provider } = await boot(
+      [{ toolCalls: [{ id: 't1', name: 'Echo', input: { text: 'a' } }, { id: 't2', name: 'Echo', input: { text: 'b' } }] }, { text: 'finished' }],
+      [echoTool],
+    );
+    const run = kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }], mode: 'tools' });
+    const events = await collect(run.events);
+    expect((await run.result).status).toBe('completed');
+    const second = provider.requests[1]!;
+    const toolMsg = second.messages.at(-1)!;
+    expect(toolMsg.role).toBe('tool');
+    expect(toolMsg.content.map((b) => (b.type === 'tool_result' ? b.content[0] : null))).toEqual([
+      { type: 'text', text: 'echo:a' },
+      { type: 'text', text: 'echo:b' },
+    ]);
+    expect(provider.requests[0]!.system.at(-1)!.text).toContain('Echo only what the user asked for.');
+    const firstTurnEnd = events.findIndex((e) => e.type === 'turn_end');
+    const lastToolEnd = events.map((e) => e.type).lastIndexOf('tool_execution_end');
+    expect(lastToolEnd).toBeLessThan(firstTurnEnd);
+  });
+
+  it('invalid tool arguments go back to the model as an error result', async () => {
+    const { kernel, provider } = await boot([{ toolCalls: [{ id: 't1', name: 'Echo', input: { nope: 1 } }] }, { text: 'ok' }], [echoTool]);
+    const run = kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }] });
+    await run.result;
+    const res = provider.requests[1]!.messages.at(-1)!.content[0]!;
+    expect(res.type === 'tool_result' && res.isError).toBe(true);
+    expect(JSON.stringify(res)).toContain('Invalid arguments for Echo');
+  });
+
+  it('stops at the round limit with an error', async () => {
+    const loop = Array.from({ length: 5 }, (_, i) => ({ toolCalls: [{ id: `t${i}`, name: 'Echo', input: { text: 'x' } }] }));
+    const { kernel } = await boot(loop, [echoTool], { runtime: { maxRounds: 3 } });
+    const result = await kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }] }).result;
+    expect(result.status).toBe('error');
+    expect(result.error?.message).toContain('tool loop limit');
+  });
+
+  it('abort mid-stream ends the run as aborted with exactly one agent_end', async () => {
+    const { kernel } = await boot([{ hang: true, afterText: 'partial' }]);
+    const run = kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }] });
+    setTimeout(() => run.abort(), 50);
+    const events = await collect(run.events);
+    const result = await run.result;
+    expect(result.status).toBe('aborted');
+    expect(events.filter((e) => e.type === 'agent_end')).toHaveLength(1);
+  });
+
+  it('retries a retryable error before output, and seq keeps rising across runs', async () => {
+    const { kernel } = await boot([{ error: { message: 'overloaded', retryable: true, retryAfterMs: 1 } }, { text: 'ok' }, { text: 'again' }], [], {
+      runtime: { retryBaseDelayMs: 1 },
+    });
+    const run = kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }] });
+    const first = await collect(run.events);
+    expect((await run.result).status).toBe('completed');
+    expect(first.some((e) => e.type === 'notice')).toBe(true);
+    const run2 = kernel.runtime.startRun({ conversationId: run.conversationId, input: [{ type: 'text', text: 'more' }] });
+    const second = await collect(run2.events);
+    expect(second[0]!.seq).toBe(first.at(-1)!.seq + 1);
+  });
+
+  it('a throwing notification tap is reported and the run goes on; a throwing transform tap fails the run naming the plugin', async () => {
+    const noisy: Plugin = { name: 'noisy', apply: (ctx) => void ctx.sessionHooks.event.tap(() => { throw new Error('boom'); }) };
+    const { kernel } = await boot([{ text: 'ok' }], [noisy]);
+    expect((await kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }] }).result).status).toBe('completed');
+    const bad: Plugin = { name: 'bad-prompt', apply: (ctx) => void ctx.sessionHooks.systemPrompt.tap(() => { throw new Error('nope'); }) };
+    const { kernel: k2 } = await boot([{ text: 'ok' }], [bad]);
+    const r = await k2.runtime.startRun({ input: [{ type: 'text', text: 'go' }] }).result;
+    expect(r.status).toBe('error');
+    expect(r.error?.plugin).toBe('bad-prompt');
+    expect(r.error?.message).toContain('systemPrompt');
+  });
+
+  it('boot fails clearly on a missing requirement or a cycle', async () => {
+    const a: Plugin = { name: 'a', requires: ['missing'], apply() {} };
+    await expect(createKernel({ home: tmpHome(), plugins: [a], thirdParty: false })).rejects.toThrow(/plugin "a" requires "missing"/);
+    const x: Plugin = { name: 'x', requires: ['y'], apply() {} };
+    const y: Plugin = { name: 'y', requires: ['x'], apply() {} };
+    await expect(createKernel({ home: tmpHome(), plugins: [x, y], thirdParty: false })).rejects.toThrow(/cycle among: x, y/);
+  });
+
+  it('a plugin that throws in apply is named and the host keeps running', async () => {
+    const broken: Plugin = { name: 'broken', apply() { throw new Error('kaput'); } };
+    const { kernel } = await boot([{ text: 'ok' }], [broken]);
+    expect(kernel.failures[0]!.message).toContain('broken');
+    expect((await kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }] }).result).status).toBe('completed');
+  });
+});
