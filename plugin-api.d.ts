@@ -204,6 +204,7 @@ export interface Plugin {
    * under `plugins.<name>` unless `settingsKey` names a top-level key (builtins use it, e.g. `mcpServers`).
    */
   settingsSchema?: SchemaLike;
+  /** Top-level settings key this plugin owns instead of `pluginSettings.<name>` (e.g. `mcpServers`). */
   settingsKey?: string;
   /** Wire the plugin up. May be async; a throw here is reported with the plugin's name and the host goes on without it. */
   apply(ctx: PluginContext): void | Promise<void>;
@@ -512,7 +513,9 @@ export interface Provider {
 
 /** Registries and conversations, for hosts and plugins that drive them. */
 export interface RuntimeApi {
+  /** Every registered tool (before any mode filter). */
   tools(): ToolDefinition[];
+  /** Every registered provider. */
   providers(): Provider[];
   /** Resolve a provider by id or alias; undefined when unknown. */
   provider(id: string): Provider | undefined;
@@ -530,14 +533,19 @@ export interface RunOptions {
   conversationId?: string;
   /** The user's message (text and images). Omit to re-run the stored history as is (resend). */
   input?: ContentBlock[];
+  /** Default: settings.defaultMode, else `tools`. */
   mode?: ExecutionMode;
+  /** Provider id or alias. Default: settings.defaultProvider, else the first configured provider. */
   provider?: string;
+  /** Default: the provider's default model (settings may override it). */
   model?: string;
+  /** Absolute or relative to the host's current folder. Default: the current folder. */
   workdir?: string;
   /** Edit and resend: drop this message and everything after it, then run with `input`. */
   truncateFromMessageId?: string;
   /** Client-chosen id: a second run with the same id for the same conversation is not started. */
   clientRequestId?: string;
+  /** Aborting it stops the run, like `RunHandle.abort`. */
   signal?: AbortSignal;
 }
 
@@ -639,6 +647,7 @@ export interface TapOptions {
 
 /** A tap-only view of a hook: the plugin can tap, only the owner calls. The tap is named after the plugin. */
 export interface HookTap<Args extends unknown[], R> {
+  /** Add a tap named after the plugin; dispose the result to remove it. */
   tap(fn: (...args: Args) => R, options?: TapOptions): Disposable;
 }
 

@@ -181,6 +181,10 @@ describe('delivery', () => {
     }
     const s = await mock({ script: () => ({ kind: 'sse', events: multibyte, ...delivery }) });
     expect(await streamEvents(s)).toEqual(expected(multibyte));
+    const broken = await mock({ script: () => ({ kind: 'sse', events: loadAnthropicFixture('error-overloaded'), ...delivery }) });
+    const { seen, error } = await iterate(broken);
+    expect(seen).toHaveLength(3);
+    expect(error).toMatchObject({ type: 'overloaded_error' });
   });
 
   it('bytewise with a delay (one byte per read, CRLF) gives the same events', async () => {

@@ -1,0 +1,9 @@
+/**
+ * The plugins every host loads, through the same door as third-party plugins. Each is imported
+ * here (cheap: plugins import their heavy SDKs lazily, when first used).
+ */
+import type { PluginModule } from '../plugin-api.js';
+
+export async function builtinPlugins(): Promise<PluginModule[]> {
+  return [];
+}

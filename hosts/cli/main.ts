@@ -1,0 +1,47 @@
+/**
+ * Entry of the `liveagent` CLI: dispatches to chat, serve and desktop. Returns the exit code.
+ */
+import { readFileSync } from 'node:fs';
+import { describeError } from '../../core/errors.js';
+import { CliUsageError, USAGE, parseChatArgs, parseServeArgs } from './args.js';
+import { EXIT, exitCodeFor } from './exit-codes.js';
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case 'chat': {
+        const { runChat } = await import('./chat.js');
+        return await runChat(parseChatArgs(rest));
+      }
+      case 'serve': {
+        const opts = parseServeArgs(rest);
+        const { runServe } = await import('./serve.js');
+        return await runServe(opts);
+      }
+      case 'desktop': {
+        const { runDesktop } = await import('./desktop.js');
+        return await runDesktop();
+      }
+      case '--version':
+      case '-v': {
+        const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8'));
+        process.stdout.write(`${pkg.version}\n`);
+        return EXIT.ok;
+      }
+      case '--help':
+      case '-h':
+      case 'help':
+        process.stdout.write(`${USAGE}\n`);
+        return EXIT.ok;
+      case undefined:
+        process.stderr.write(`${USAGE}\n`);
+        return EXIT.usage;
+      default:
+        throw new CliUsageError(`unknown command "${command}" (try: chat, serve, desktop, --help)`);
+    }
+  } catch (err) {
+    process.stderr.write(`liveagent: ${describeError(err)}\n`);
+    return exitCodeFor(err);
+  }
+}

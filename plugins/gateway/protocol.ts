@@ -1,0 +1,152 @@
+/**
+ * The gateway protocol, validated with zod in both directions. The WebUI imports these
+ * schemas and types too, so client and server cannot drift. Documented in docs/gateway-protocol.md.
+ *
+ * Frames are JSON text. A server frame holds one ServerMessage or an array of them (a burst of
+ * events coalesced into one socket write). Client frames hold exactly one ClientMessage.
+ */
+import { z } from 'zod';
+import type { LifecycleEvent, Message } from '../../plugin-api.js';
+
+export const PROTOCOL_VERSION = 1;
+
+const id = z.string().min(1).max(200);
+const conversationId = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be 1-128 letters, digits, _ or -');
+const mode = z.enum(['text', 'tools', 'agent-dev']);
+
+/** An attachment sent with a message: an image (base64) or a text file's content. */
+export const AttachmentSchema = z.object({
+  name: z.string().min(1).max(500),
+  mimeType: z.string().min(1).max(200),
+  /** base64 for images and binary files; plain text for text files. */
+  data: z.string().max(20 * 1024 * 1024),
+  encoding: z.enum(['base64', 'utf8']).default('base64'),
+});
+export type Attachment = z.infer<typeof AttachmentSchema>;
+
+/** Fields of a message to send (also used by queued items and edit-and-resend). */
+const SendFields = {
+  text: z.string().max(1_000_000),
+  attachments: z.array(AttachmentSchema).max(20).optional(),
+  mode: mode.optional(),
+  provider: z.string().min(1).max(100).optional(),
+  model: z.string().min(1).max(200).optional(),
+  workdir: z.string().min(1).max(4096).optional(),
+};
+
+/** `chat_queue` items: everything that starts, stops or steers a run. */
+export const ChatQueueSchema = z.discriminatedUnion('action', [
+  /** Send a message. Without conversationId a new conversation starts (the reply carries its id). While a run is active the message waits in the conversation's queue. */
+  z.object({ action: z.literal('send'), conversationId: conversationId.optional(), clientRequestId: id, ...SendFields }),
+  /** Stop the active run of a conversation. */
+  z.object({ action: z.literal('stop'), conversationId }),
+  /** Edit a user message and resend: history is truncated at messageId, then `text` is sent. */
+  z.object({ action: z.literal('edit_resend'), conversationId, messageId: id, clientRequestId: id, ...SendFields }),
+  /** Answer a pending AskUserQuestion. request_json is a JSON-encoded answers array. */
+  z.object({ action: z.literal('tool_answer'), item_id: id, request_json: z.string().max(100_000), conversation_id: conversationId }),
+  /** Queue management for messages waiting behind an active run. */
+  z.object({ action: z.literal('queue_remove'), conversationId, itemId: id }),
+  z.object({ action: z.literal('queue_reorder'), conversationId, itemIds: z.array(id).max(500) }),
+  z.object({ action: z.literal('queue_edit'), conversationId, itemId: id, text: z.string().max(1_000_000) }),
+  /** Send a queued item now: the active run is stopped and this item runs next. */
+  z.object({ action: z.literal('queue_send_now'), conversationId, itemId: id }),
+]);
+export type ChatQueueItem = z.infer<typeof ChatQueueSchema>;
+
+/** Every client → server message. `id` is echoed in the `reply`. */
+export const ClientMessageSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('chat_queue'), id: id.optional(), item: ChatQueueSchema }),
+  /** Follow a conversation. With lastSeq the server replays what was missed (or sends a snapshot when that is out of its window). */
+  z.object({ type: z.literal('subscribe'), id: id.optional(), conversationId, lastSeq: z.number().int().min(0).optional() }),
+  z.object({ type: z.literal('unsubscribe'), id: id.optional(), conversationId }),
+  z.object({ type: z.literal('conversations.list'), id: id.optional(), search: z.string().max(500).optional() }),
+  z.object({ type: z.literal('conversations.load'), id: id.optional(), conversationId }),
+  z.object({ type: z.literal('conversations.rename'), id: id.optional(), conversationId, title: z.string().min(1).max(500) }),
+  z.object({ type: z.literal('conversations.delete'), id: id.optional(), conversationId }),
+  z.object({ type: z.literal('settings.get'), id: id.optional() }),
+  z.object({ type: z.literal('settings.set'), id: id.optional(), settings: z.record(z.string(), z.unknown()) }),
+  z.object({ type: z.literal('providers.list'), id: id.optional() }),
+]);
+export type ClientMessage = z.infer<typeof ClientMessageSchema>;
+
+export interface ConversationSummary {
+  id: string;
+  title: string | null;
+  createdAt: number;
+  updatedAt: number;
+  provider?: string | null;
+  model?: string | null;
+  messageCount?: number;
+  running?: boolean;
+}
+
+export interface QueuedItem {
+  itemId: string;
+  text: string;
+  attachments?: Attachment[];
+  mode?: z.infer<typeof mode>;
+  provider?: string;
+  model?: string;
+  workdir?: string;
+  clientRequestId: string;
+  createdAt: number;
+}
+
+export interface ProviderSummary {
+  id: string;
+  displayName: string;
+  configured: boolean;
+  defaultModel: string;
+  models: Array<{ id: string; name?: string }>;
+}
+
+/** The projection of a lifecycle event onto the gateway stream. */
+export type StreamKind = 'token' | 'thinking' | 'tool' | 'done' | 'error' | 'event';
+
+/** Every server → client message. */
+export type ServerMessage =
+  | { type: 'hello'; protocol: number; server: string }
+  /** token / thinking / tool / done / error / event: one lifecycle event, projected. `phase` is set for tool events. */
+  | { type: StreamKind; conversationId: string; seq: number; phase?: 'start' | 'update' | 'end'; event: LifecycleEvent }
+  /** State of a conversation from history, with the in-progress partial reply when a run is active. */
+  | { type: 'snapshot'; conversationId: string; lastSeq: number; conversation: ConversationSummary | null; messages: Message[]; running: boolean; partial?: Message; pending?: LifecycleEvent[] }
+  | { type: 'queue'; conversationId: string; items: QueuedItem[] }
+  | { type: 'conversations'; items: ConversationSummary[] }
+  | { type: 'settings'; settings: Record<string, unknown> }
+  | { type: 'reply'; id: string; ok: true; data?: unknown }
+  | { type: 'reply'; id: string; ok: false; error: { code: string; message: string } };
+
+/** Map a lifecycle event to its stream kind (the gateway's projection). */
+export function streamKindOf(event: LifecycleEvent): { kind: StreamKind; phase?: 'start' | 'update' | 'end' } {
+  switch (event.type) {
+    case 'message_update':
+      return { kind: event.delta.kind === 'thinking' ? 'thinking' : 'token' };
+    case 'tool_execution_start':
+      return { kind: 'tool', phase: 'start' };
+    case 'tool_execution_update':
+      return { kind: 'tool', phase: 'update' };
+    case 'tool_execution_end':
+      return { kind: 'tool', phase: 'end' };
+    case 'agent_end':
+      return { kind: event.status === 'error' ? 'error' : 'done' };
+    // The lifecycle `error` event travels as a plain event: the run's one `done` or `error`
+    // message is its agent_end, so clients see exactly one terminal message per run.
+    default:
+      return { kind: 'event' };
+  }
+}
+
+/** Parse a client frame; the error names the bad field. */
+export function parseClientMessage(text: string): { ok: true; message: ClientMessage } | { ok: false; error: string; id?: string } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { ok: false, error: 'frame is not valid JSON' };
+  }
+  const r = ClientMessageSchema.safeParse(raw);
+  if (r.success) return { ok: true, message: r.data };
+  const issue = r.error.issues[0]!;
+  const rid = raw && typeof raw === 'object' && typeof (raw as { id?: unknown }).id === 'string' ? (raw as { id: string }).id : undefined;
+  return { ok: false, error: `${issue.path.join('.') || 'message'}: ${issue.message}`, ...(rid ? { id: rid } : {}) };
+}

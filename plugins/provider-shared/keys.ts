@@ -1,0 +1,17 @@
+/**
+ * Where a provider's key and endpoint come from: settings override the environment; a
+ * `apiKeyEnv` setting names another variable to read.
+ */
+import type { ProviderSettings, Settings } from '../../plugin-api.js';
+
+export interface Credentials {
+  apiKey?: string;
+  baseUrl?: string;
+}
+
+export function credentialsFor(settings: Settings, providerId: string, env: { key: string; baseUrl: string }, source: NodeJS.ProcessEnv = process.env): Credentials {
+  const ps: ProviderSettings = settings.providers?.[providerId] ?? {};
+  const apiKey = ps.apiKey || (ps.apiKeyEnv ? source[ps.apiKeyEnv] : undefined) || source[env.key] || undefined;
+  const baseUrl = ps.baseUrl || source[env.baseUrl] || undefined;
+  return { ...(apiKey ? { apiKey } : {}), ...(baseUrl ? { baseUrl } : {}) };
+}
