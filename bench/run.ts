@@ -1,0 +1,66 @@
+/**
+ * `npm run bench`: every performance claim, measured as ratios against a floor in the same run.
+ *   LIVEAGENT_BENCH_N=50000 (default) sets the large stream size; the small one is a tenth.
+ */
+import fs from 'node:fs';
+import { benchStreamPipeline, startBenchServer, type BenchFormat } from './stream-pipeline.js';
+import { benchStartup } from './startup.js';
+
+const N = Number(process.env.LIVEAGENT_BENCH_N ?? 50_000);
+const small = Math.max(100, Math.round(N / 10));
+const only = process.env.LIVEAGENT_BENCH_ONLY?.split(',');
+
+const formats: Array<[BenchFormat, string]> = [
+  ['anthropic', 'provider-anthropic'],
+  ['openai-chat', 'provider-openai'],
+  ['openai-responses', 'provider-openai'],
+  ['gemini', 'provider-gemini'],
+];
+
+const want = (name: string) => !only || only.includes(name);
+const fmt = (x: number, d = 2) => x.toFixed(d);
+let failed = false;
+
+async function main() {
+  if (want('stream')) {
+    const server = await startBenchServer();
+    try {
+      console.log(`\nStream pipeline (provider plugin -> kernel hooks -> SQLite history) vs the raw SDK, CPU ms (median of 3)`);
+      console.log('format             deltas   raw ms  pipeline ms  ratio  us/delta');
+      for (const [format, folder] of formats) {
+        if (!fs.existsSync(new URL(`../plugins/${folder}/index.js`, import.meta.url))) {
+          console.log(`${format.padEnd(18)} (plugin ${folder} not built; skipped)`);
+          continue;
+        }
+        const rows = [];
+        for (const n of [small, N]) {
+          await server.setN(n);
+          const r = await benchStreamPipeline(format, n, server.url);
+          rows.push(r);
+          console.log(`${format.padEnd(18)} ${String(n).padStart(6)} ${fmt(r.rawMs, 0).padStart(8)} ${fmt(r.pipelineMs, 0).padStart(12)} ${fmt(r.ratio).padStart(6)} ${fmt(r.perDeltaUs).padStart(9)}`);
+        }
+        const [a, b] = rows;
+        const growth = b!.perDeltaUs / a!.perDeltaUs;
+        const ok = b!.ratio <= 1.5 && growth <= 1.2;
+        if (!ok) failed = true;
+        console.log(`${format.padEnd(18)} CPU ratio at ${N}: ${fmt(b!.ratio)} (target <= 1.5); per-delta cost ${N} vs ${small}: ${fmt(growth)}x (target <= 1.2) ${ok ? 'OK' : 'OVER TARGET'}`);
+      }
+    } finally {
+      server.close();
+    }
+  }
+  if (want('startup')) {
+    const s = benchStartup();
+    console.log(`\nStart-up (median of 7 fresh processes): node -e 0 ${fmt(s.bareNodeMs, 0)} ms; kernel + builtins total ${fmt(s.totalMs, 0)} ms`);
+    console.log(`  imports ${fmt(s.importMs, 1)} ms, boot after imports ${fmt(s.bootMs, 1)} ms (target <= 50 ms) ${s.bootMs <= 50 ? 'OK' : 'OVER TARGET'}`);
+    if (s.bootMs > 50) failed = true;
+  }
+  if (want('gateway') && fs.existsSync(new URL('./gateway-fanout.js', import.meta.url))) {
+    const mod = (await import(new URL('./gateway-fanout.js', import.meta.url).href)) as { benchGatewayFanout?: (o?: object) => Promise<unknown>; main?: () => Promise<unknown> };
+    console.log('\nGateway fan-out');
+    if (mod.benchGatewayFanout) console.log(await mod.benchGatewayFanout({}));
+  }
+  if (failed) console.log('\nSome measurements are over target (see above).');
+}
+
+await main();
