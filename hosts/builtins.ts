@@ -3,7 +3,9 @@
  * here (cheap: plugins import their heavy SDKs lazily, when first used).
  */
 import type { PluginModule } from '../plugin-api.js';
+import historySqlite from '../plugins/history-sqlite/index.js';
+import modelCatalog from '../plugins/model-catalog/index.js';
 
 export async function builtinPlugins(): Promise<PluginModule[]> {
-  return [];
+  return [historySqlite, modelCatalog];
 }

@@ -1,0 +1,137 @@
+/**
+ * Rows as SQLite returns them, and their mapping to and from the contract's types. Optional
+ * message fields are left out (not set to undefined) so a loaded message equals the one stored.
+ */
+import type { EditedFile, JsonObject, Message, StopReason, Usage } from '../../plugin-api.js';
+import type { HistoryMessage, UsageRecord } from './service.js';
+
+export interface MessageRow {
+  id: string;
+  conversation_id: string;
+  segment_id: string;
+  ordinal: number;
+  role: Message['role'];
+  content: string;
+  status: 'partial' | 'complete';
+  provider: string | null;
+  model: string | null;
+  stop_reason: string | null;
+  error_message: string | null;
+  edited_files: string | null;
+  usage: string | null;
+  meta: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ConversationRow {
+  id: string;
+  title: string | null;
+  created_at: number;
+  updated_at: number;
+  last_seq: number;
+  active_segment_id: string;
+  provider: string | null;
+  model: string | null;
+  mode: string | null;
+  workdir: string | null;
+  meta: string;
+}
+
+export interface UsageRow {
+  conversation_id: string;
+  message_id: string | null;
+  run_id: string;
+  round: number;
+  provider: string;
+  model: string;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  reasoning_tokens: number;
+  created_at: number;
+}
+
+/** Named parameters of the message upsert. */
+export interface MessageParams {
+  id: string;
+  conversationId: string;
+  role: Message['role'];
+  content: string;
+  status: 'partial' | 'complete';
+  provider: string | null;
+  model: string | null;
+  stopReason: string | null;
+  errorMessage: string | null;
+  editedFiles: string | null;
+  usage: string | null;
+  meta: string | null;
+  createdAt: number;
+  now: number;
+}
+
+const json = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v));
+
+export function messageParams(conversationId: string, m: Message, status: 'partial' | 'complete', now: number): MessageParams {
+  return {
+    id: m.id,
+    conversationId,
+    role: m.role,
+    content: JSON.stringify(m.content),
+    status,
+    provider: m.provider ?? null,
+    model: m.model ?? null,
+    stopReason: m.stopReason ?? null,
+    errorMessage: m.errorMessage ?? null,
+    editedFiles: json(m.editedFiles),
+    usage: json(m.usage),
+    meta: json(m.meta),
+    createdAt: m.createdAt,
+    now,
+  };
+}
+
+/** A stored assistant message is partial while streaming and when its round never committed. */
+export function statusOf(m: Message): 'partial' | 'complete' {
+  return m.meta?.partial === true ? 'partial' : 'complete';
+}
+
+export function rowToMessage(r: MessageRow): Message {
+  const m: Message = { id: r.id, role: r.role, content: JSON.parse(r.content), createdAt: r.created_at };
+  if (r.provider !== null) m.provider = r.provider;
+  if (r.model !== null) m.model = r.model;
+  if (r.stop_reason !== null) m.stopReason = r.stop_reason as StopReason;
+  if (r.usage !== null) m.usage = JSON.parse(r.usage) as Usage;
+  if (r.error_message !== null) m.errorMessage = r.error_message;
+  if (r.edited_files !== null) m.editedFiles = JSON.parse(r.edited_files) as EditedFile[];
+  if (r.meta !== null) m.meta = JSON.parse(r.meta) as JsonObject;
+  return m;
+}
+
+export function rowToHistoryMessage(r: MessageRow): HistoryMessage {
+  return { ...rowToMessage(r), status: r.status, segmentId: r.segment_id, ordinal: r.ordinal, updatedAt: r.updated_at };
+}
+
+export function rowToUsage(r: UsageRow): UsageRecord {
+  return {
+    conversationId: r.conversation_id,
+    messageId: r.message_id,
+    runId: r.run_id,
+    round: r.round,
+    provider: r.provider,
+    model: r.model,
+    inputTokens: r.input_tokens,
+    outputTokens: r.output_tokens,
+    cacheReadTokens: r.cache_read_tokens,
+    cacheWriteTokens: r.cache_write_tokens,
+    reasoningTokens: r.reasoning_tokens,
+    createdAt: r.created_at,
+  };
+}
+
+export function parseMeta(text: string | null): JsonObject {
+  if (!text) return {};
+  const v: unknown = JSON.parse(text);
+  return v && typeof v === 'object' && !Array.isArray(v) ? (v as JsonObject) : {};
+}

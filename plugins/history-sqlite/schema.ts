@@ -1,0 +1,96 @@
+/**
+ * The schema, as knex migrations kept in code: a migration source that reads nothing from disk
+ * (no migrations folder, no loadModules) keeps working when the host is bundled.
+ *
+ * Shaped for compaction: a conversation's messages belong to segments; compaction starts a new
+ * segment (with a summary of what came before) and makes it the active one, which is what
+ * `loadHistory` returns. Ordinals are per conversation and shared by every segment, so the
+ * whole transcript stays in order. Timestamps are epoch milliseconds; JSON columns are text.
+ */
+import type { Knex } from 'knex';
+
+interface InCodeMigration {
+  name: string;
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+const MIGRATIONS: InCodeMigration[] = [
+  {
+    name: '0001_history',
+    async up(knex) {
+      await knex.schema.createTable('conversations', (t) => {
+        t.string('id').primary();
+        t.text('title').nullable();
+        t.bigInteger('created_at').notNullable();
+        t.bigInteger('updated_at').notNullable();
+        t.bigInteger('last_seq').notNullable().defaultTo(0);
+        // No foreign key: segments point at their conversation, and a cycle would make inserts order-dependent.
+        t.string('active_segment_id').notNullable();
+        t.string('provider').nullable();
+        t.string('model').nullable();
+        t.string('mode').nullable();
+        t.text('workdir').nullable();
+        t.text('meta').notNullable().defaultTo('{}');
+        t.index(['updated_at'], 'conversations_updated_at');
+      });
+      await knex.schema.createTable('segments', (t) => {
+        t.string('id').primary();
+        t.string('conversation_id').notNullable().references('id').inTable('conversations').onDelete('CASCADE');
+        t.string('parent_segment_id').nullable().references('id').inTable('segments').onDelete('SET NULL');
+        t.text('summary').nullable();
+        t.bigInteger('created_at').notNullable();
+        t.index(['conversation_id'], 'segments_conversation');
+        t.index(['parent_segment_id'], 'segments_parent');
+      });
+      await knex.schema.createTable('messages', (t) => {
+        t.string('id').primary();
+        t.string('conversation_id').notNullable().references('id').inTable('conversations').onDelete('CASCADE');
+        t.string('segment_id').notNullable().references('id').inTable('segments').onDelete('CASCADE');
+        t.integer('ordinal').notNullable();
+        t.string('role').notNullable().checkIn(['user', 'assistant', 'tool']);
+        // Content blocks (text, thinking, tool_call, tool_result, image, hosted_search) stored as given.
+        t.text('content').notNullable();
+        t.string('status').notNullable().checkIn(['partial', 'complete']);
+        t.string('provider').nullable();
+        t.string('model').nullable();
+        t.string('stop_reason').nullable();
+        t.text('error_message').nullable();
+        t.text('edited_files').nullable();
+        t.text('usage').nullable();
+        t.text('meta').nullable();
+        t.bigInteger('created_at').notNullable();
+        t.bigInteger('updated_at').notNullable();
+        t.unique(['conversation_id', 'ordinal'], { indexName: 'messages_conversation_ordinal' });
+        t.index(['segment_id', 'ordinal'], 'messages_segment_ordinal');
+      });
+      await knex.schema.createTable('usage', (t) => {
+        t.increments('id');
+        t.string('conversation_id').notNullable().references('id').inTable('conversations').onDelete('CASCADE');
+        // Usage is accounting: tokens were spent even if the message is truncated away later.
+        t.string('message_id').nullable().references('id').inTable('messages').onDelete('SET NULL');
+        t.string('run_id').notNullable();
+        t.integer('round').notNullable();
+        t.string('provider').notNullable();
+        t.string('model').notNullable();
+        t.integer('input_tokens').notNullable().defaultTo(0);
+        t.integer('output_tokens').notNullable().defaultTo(0);
+        t.integer('cache_read_tokens').notNullable().defaultTo(0);
+        t.integer('cache_write_tokens').notNullable().defaultTo(0);
+        t.integer('reasoning_tokens').notNullable().defaultTo(0);
+        t.bigInteger('created_at').notNullable();
+        t.index(['conversation_id'], 'usage_conversation');
+        t.index(['message_id'], 'usage_message');
+      });
+    },
+    async down(knex) {
+      for (const table of ['usage', 'messages', 'segments', 'conversations']) await knex.schema.dropTableIfExists(table);
+    },
+  },
+];
+
+export const migrationSource: Knex.MigrationSource<InCodeMigration> = {
+  getMigrations: async () => MIGRATIONS,
+  getMigrationName: (m) => m.name,
+  getMigration: async (m) => m,
+};

@@ -1,0 +1,225 @@
+/**
+ * The kernel-facing side of the store: what the persistence hooks call on every run, round and
+ * coalesced progress save. Prepared better-sqlite3 statements, compiled once; each hook's writes
+ * go in one transaction (one WAL append, and nothing else can interleave on the connection).
+ */
+import { randomBytes } from 'node:crypto';
+import type BetterSqlite3 from 'better-sqlite3';
+import { UsageError } from '../../core/errors.js';
+import type { HistorySnapshot, Message, RoundRecord, SessionInfo } from '../../plugin-api.js';
+import { messageParams, rowToMessage, statusOf, type MessageParams, type MessageRow } from './rows.js';
+
+type Statement<P extends unknown[] | {} = unknown[], R = unknown> = BetterSqlite3.Statement<P, R>;
+
+const REPAIR_SUFFIX = '-repair';
+
+export function newSegmentId(): string {
+  return `s_${Date.now().toString(36)}${randomBytes(5).toString('hex')}`;
+}
+
+/** What the request context tells about a run (SessionInfo does not carry it). */
+export interface RunFacts {
+  conversationId: string;
+  provider: string;
+  model: string;
+  mode: string;
+  workdir: string;
+}
+
+export class HistoryStore {
+  private closed = false;
+  private readonly conversation: Statement<[string], { last_seq: number; active_segment_id: string }>;
+  private readonly insertConversation: Statement<{ id: string; segmentId: string; lastSeq: number; now: number }>;
+  private readonly insertSegment: Statement<{ id: string; conversationId: string; parentId: string | null; summary: string | null; now: number }>;
+  private readonly upsertMessage: Statement<MessageParams>;
+  private readonly touch: Statement<{ id: string; lastSeq: number; now: number }>;
+  private readonly touchRound: Statement<{ id: string; lastSeq: number; now: number; provider: string; model: string }>;
+  private readonly runFacts: Statement<RunFacts>;
+  private readonly insertUsage: Statement<Record<string, string | number>>;
+  private readonly segmentMessages: Statement<[string], MessageRow>;
+  private readonly segmentSummary: Statement<[string], { summary: string | null }>;
+  private readonly messageAt: Statement<[string, string], { ordinal: number; segment_id: string }>;
+  private readonly deleteFrom: Statement<[string, number]>;
+
+  readonly saveUserMessage: (m: Message, info: SessionInfo) => void;
+  readonly saveProgress: (m: Message, info: SessionInfo) => void;
+  readonly saveRound: (r: RoundRecord) => void;
+  /** Remember which provider, model, mode and workdir the conversation last ran with. */
+  readonly saveRunFacts: (facts: RunFacts) => void;
+  readonly truncate: (conversationId: string, fromMessageId: string) => void;
+  readonly startSegment: (conversationId: string, summary: string, carryFromMessageId?: string) => string | undefined;
+
+  constructor(private readonly db: BetterSqlite3.Database) {
+    this.conversation = db.prepare('SELECT last_seq, active_segment_id FROM conversations WHERE id = ?');
+    this.insertConversation = db.prepare(
+      `INSERT INTO conversations (id, created_at, updated_at, last_seq, active_segment_id)
+       VALUES (@id, @now, @now, @lastSeq, @segmentId)`,
+    );
+    this.insertSegment = db.prepare(
+      `INSERT INTO segments (id, conversation_id, parent_segment_id, summary, created_at)
+       VALUES (@id, @conversationId, @parentId, @summary, @now)`,
+    );
+    // A new row goes to the end of the conversation, in its active segment; an existing one
+    // (a streaming reply saved again) keeps its place. The WHERE refuses to let a message id
+    // from another conversation be overwritten.
+    this.upsertMessage = db.prepare(
+      `INSERT INTO messages (id, conversation_id, segment_id, ordinal, role, content, status, provider, model,
+         stop_reason, error_message, edited_files, usage, meta, created_at, updated_at)
+       VALUES (@id, @conversationId,
+         (SELECT active_segment_id FROM conversations WHERE id = @conversationId),
+         (SELECT COALESCE(MAX(ordinal), 0) + 1 FROM messages WHERE conversation_id = @conversationId),
+         @role, @content, @status, @provider, @model, @stopReason, @errorMessage, @editedFiles, @usage, @meta, @createdAt, @now)
+       ON CONFLICT(id) DO UPDATE SET
+         content = excluded.content, status = excluded.status, provider = excluded.provider, model = excluded.model,
+         stop_reason = excluded.stop_reason, error_message = excluded.error_message, edited_files = excluded.edited_files,
+         usage = excluded.usage, meta = excluded.meta, updated_at = excluded.updated_at
+       WHERE messages.conversation_id = excluded.conversation_id`,
+    );
+    // last_seq only rises: a late, coalesced save must not lower what a later one stored.
+    this.touch = db.prepare('UPDATE conversations SET last_seq = MAX(last_seq, @lastSeq), updated_at = @now WHERE id = @id');
+    this.touchRound = db.prepare(
+      'UPDATE conversations SET last_seq = MAX(last_seq, @lastSeq), updated_at = @now, provider = @provider, model = @model WHERE id = @id',
+    );
+    this.runFacts = db.prepare(
+      'UPDATE conversations SET provider = @provider, model = @model, mode = @mode, workdir = @workdir WHERE id = @conversationId',
+    );
+    this.insertUsage = db.prepare(
+      `INSERT INTO usage (conversation_id, message_id, run_id, round, provider, model, input_tokens, output_tokens,
+         cache_read_tokens, cache_write_tokens, reasoning_tokens, created_at)
+       VALUES (@conversationId, @messageId, @runId, @round, @provider, @model, @input, @output, @cacheRead, @cacheWrite, @reasoning, @now)`,
+    );
+    this.segmentMessages = db.prepare('SELECT * FROM messages WHERE segment_id = ? ORDER BY ordinal');
+    this.segmentSummary = db.prepare('SELECT summary FROM segments WHERE id = ?');
+    this.messageAt = db.prepare('SELECT ordinal, segment_id FROM messages WHERE conversation_id = ? AND id = ?');
+    this.deleteFrom = db.prepare('DELETE FROM messages WHERE conversation_id = ? AND ordinal >= ?');
+
+    this.saveUserMessage = this.guard(
+      db.transaction((m: Message, info: SessionInfo) => {
+        const now = Date.now();
+        this.ensure(info.conversationId, info.lastSeq, now);
+        this.upsertMessage.run(messageParams(info.conversationId, m, 'complete', now));
+        this.touch.run({ id: info.conversationId, lastSeq: info.lastSeq, now });
+      }),
+    );
+    this.saveProgress = this.guard(
+      db.transaction((m: Message, info: SessionInfo) => {
+        const now = Date.now();
+        this.ensure(info.conversationId, info.lastSeq, now);
+        this.upsertMessage.run(messageParams(info.conversationId, m, 'partial', now));
+        this.touch.run({ id: info.conversationId, lastSeq: info.lastSeq, now });
+      }),
+    );
+    this.saveRunFacts = this.guard(
+      db.transaction((facts: RunFacts) => {
+        this.ensure(facts.conversationId, 0, Date.now());
+        this.runFacts.run(facts);
+      }),
+    );
+    this.saveRound = this.guard(db.transaction((r: RoundRecord) => this.writeRound(r)));
+    this.truncate = this.guard(db.transaction((conversationId: string, fromMessageId: string) => this.truncateAt(conversationId, fromMessageId)));
+    this.startSegment = this.guard(
+      db.transaction((conversationId: string, summary: string, carryFromMessageId?: string) => this.newSegment(conversationId, summary, carryFromMessageId)),
+    );
+  }
+
+  /** The active segment's messages, its summary and the persisted sequence; undefined for an unknown conversation. */
+  loadHistory(info: SessionInfo): HistorySnapshot | undefined {
+    this.assertOpen();
+    const conv = this.conversation.get(info.conversationId);
+    if (!conv) return undefined;
+    const messages = this.segmentMessages.all(conv.active_segment_id).map(rowToMessage);
+    const summary = this.segmentSummary.get(conv.active_segment_id)?.summary;
+    return { conversationId: info.conversationId, messages, ...(summary ? { summary } : {}), lastSeq: conv.last_seq };
+  }
+
+  /** Record the sequence number the kernel reached (turn end). */
+  saveLastSeq(info: SessionInfo): void {
+    this.assertOpen();
+    this.touch.run({ id: info.conversationId, lastSeq: info.lastSeq, now: Date.now() });
+  }
+
+
+  close(): void {
+    this.closed = true;
+  }
+
+  /** The conversation row and its first segment, when this is the conversation's first write. */
+  private ensure(conversationId: string, lastSeq: number, now: number): void {
+    if (this.conversation.get(conversationId)) return;
+    const segmentId = newSegmentId();
+    this.insertConversation.run({ id: conversationId, segmentId, lastSeq, now });
+    this.insertSegment.run({ id: segmentId, conversationId, parentId: null, summary: null, now });
+  }
+
+  private writeRound(r: RoundRecord): void {
+    const now = Date.now();
+    const id = r.conversationId;
+    this.ensure(id, r.lastSeq, now);
+    this.upsertMessage.run(messageParams(id, r.assistant, statusOf(r.assistant), now));
+    if (r.toolResults) this.upsertMessage.run(messageParams(id, r.toolResults, 'complete', now));
+    if (r.usage) {
+      const u = r.usage;
+      this.insertUsage.run({
+        conversationId: id,
+        messageId: r.assistant.id,
+        runId: r.runId,
+        round: r.round,
+        provider: r.provider,
+        model: r.model,
+        input: u.inputTokens,
+        output: u.outputTokens,
+        cacheRead: u.cacheReadTokens ?? 0,
+        cacheWrite: u.cacheWriteTokens ?? 0,
+        reasoning: u.reasoningTokens ?? 0,
+        now,
+      });
+    }
+    this.touchRound.run({ id, lastSeq: r.lastSeq, now, provider: r.provider, model: r.model });
+  }
+
+  private truncateAt(conversationId: string, fromMessageId: string): void {
+    let at = this.messageAt.get(conversationId, fromMessageId);
+    // The kernel truncates only at a message of the history it loaded. The one kind it loads
+    // but nobody stored is the synthetic result it adds after a dangling tool call (`<id>-repair`),
+    // which sits right after its assistant message: truncate after that message.
+    if (!at && fromMessageId.endsWith(REPAIR_SUFFIX)) {
+      const base = this.messageAt.get(conversationId, fromMessageId.slice(0, -REPAIR_SUFFIX.length));
+      if (base) at = { ordinal: base.ordinal + 1, segment_id: base.segment_id };
+    }
+    if (!at) return;
+    // The kernel truncates within the history it loaded, which is the active segment, so no
+    // segment ever needs to be reactivated here.
+    this.deleteFrom.run(conversationId, at.ordinal);
+    this.db.prepare('UPDATE conversations SET updated_at = ? WHERE id = ?').run(Date.now(), conversationId);
+  }
+
+  private newSegment(conversationId: string, summary: string, carryFromMessageId?: string): string | undefined {
+    const conv = this.conversation.get(conversationId);
+    if (!conv) return undefined;
+    let carryFrom: number | undefined;
+    if (carryFromMessageId !== undefined) {
+      const at = this.messageAt.get(conversationId, carryFromMessageId);
+      if (!at) throw new UsageError(`history.startSegment: options.carryFromMessageId: message "${carryFromMessageId}" is not in conversation "${conversationId}"`);
+      carryFrom = at.ordinal;
+    }
+    const now = Date.now();
+    const id = newSegmentId();
+    this.insertSegment.run({ id, conversationId, parentId: conv.active_segment_id, summary, now });
+    if (carryFrom !== undefined) {
+      this.db.prepare('UPDATE messages SET segment_id = ? WHERE conversation_id = ? AND ordinal >= ?').run(id, conversationId, carryFrom);
+    }
+    this.db.prepare('UPDATE conversations SET active_segment_id = ?, updated_at = ? WHERE id = ?').run(id, now, conversationId);
+    return id;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('the history database is closed');
+  }
+
+  private guard<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R {
+    return (...args: A) => {
+      this.assertOpen();
+      return fn(...args);
+    };
+  }
+}
