@@ -4,8 +4,9 @@
  */
 import type { PluginModule } from '../plugin-api.js';
 import historySqlite from '../plugins/history-sqlite/index.js';
+import mcp from '../plugins/mcp/index.js';
 import modelCatalog from '../plugins/model-catalog/index.js';
 
 export async function builtinPlugins(): Promise<PluginModule[]> {
-  return [historySqlite, modelCatalog];
+  return [historySqlite, modelCatalog, mcp];
 }

@@ -1,0 +1,29 @@
+/**
+ * MCP: tools from the servers under `mcpServers` in settings.json (the Claude Desktop / Claude
+ * Code shape), as `mcp__<server>__<tool>` in the tool modes. Servers connect in the background
+ * after boot, never on the path of a first token; the SDK itself is imported only then.
+ * See README.md beside this file for the settings.
+ */
+import { definePlugin } from '../../core/define-plugin.js';
+import { McpServersSettingsSchema } from './config.js';
+import { McpManager } from './manager.js';
+import { MCP_SERVICE_KEY } from './service.js';
+
+export type { McpServerInfo, McpServerState, McpService, McpTransportKind } from './service.js';
+export { MCP_SERVICE_KEY } from './service.js';
+
+export default definePlugin({
+  name: 'mcp',
+  settingsKey: 'mcpServers',
+  // Only the outer shape: entries are validated one by one, so a bad one fails only its server.
+  settingsSchema: McpServersSettingsSchema,
+  apply(ctx) {
+    const manager = new McpManager(ctx, (ctx.config ?? {}) as Record<string, unknown>);
+    ctx.provide(MCP_SERVICE_KEY, manager.service());
+    // Not awaited: the ready hook must not wait for child processes or the network.
+    ctx.hooks.ready.tap(() => manager.start());
+    ctx.hooks.shutdown.tap(() => manager.stop());
+    // Unloading without a shutdown (a host reloading plugins) still stops the children.
+    ctx.subscriptions.push({ dispose: () => void manager.stop() });
+  },
+});

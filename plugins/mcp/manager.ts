@@ -1,0 +1,110 @@
+/**
+ * The set of configured MCP servers and the `mcp` service over them. Servers start in the
+ * background once the host is ready; a bad settings entry fails only its own server.
+ */
+import type { Disposable, PluginContext } from '../../plugin-api.js';
+import { DEFAULT_OPTIONS, parseOptions, parseServerEntry, type McpOptions } from './config.js';
+import { serverSegments } from './names.js';
+import { ServerConnection, type ConnectionHost } from './server-connection.js';
+import type { McpServerInfo, McpService } from './service.js';
+
+export class McpManager {
+  private readonly servers = new Map<string, ServerConnection>();
+  private readonly listeners = new Set<(servers: McpServerInfo[]) => void>();
+  private options: McpOptions = DEFAULT_OPTIONS;
+  private optionsError: string | undefined;
+  private started = false;
+  private stopping: Promise<void> | undefined;
+
+  constructor(private readonly ctx: PluginContext, entries: Record<string, unknown>) {
+    this.readOptions(ctx.settings.get().mcp);
+    ctx.subscriptions.push(ctx.settings.onChange((s) => this.readOptions(s.mcp)));
+    const host: ConnectionHost = {
+      logger: ctx.logger,
+      options: () => this.options,
+      registerTool: (tool) => this.registerTool(tool),
+      takenNames: (own) => new Set(ctx.runtime.tools().map((t) => t.name).filter((n) => !own.has(n))),
+      changed: () => this.notify(),
+    };
+    const segments = serverSegments(Object.keys(entries));
+    for (const [name, raw] of Object.entries(entries)) {
+      const parsed = parseServerEntry(name, raw);
+      if (!parsed.ok) ctx.logger.error(parsed.error);
+      this.servers.set(name, new ServerConnection(name, segments.get(name)!, parsed.ok ? parsed.config : undefined, parsed.ok ? undefined : parsed.error, host));
+    }
+  }
+
+  /** The service object other plugins get: only the public surface. */
+  service(): McpService {
+    return {
+      servers: () => this.list(),
+      onChange: (listener) => this.onChange(listener),
+      restart: (name) => this.restart(name),
+    };
+  }
+
+  /** Connect every valid server, without waiting for any of them. */
+  start(): void {
+    if (this.started || this.stopping) return;
+    this.started = true;
+    for (const s of this.servers.values()) void s.start();
+  }
+
+  list(): McpServerInfo[] {
+    return [...this.servers.values()].map((s) => s.info());
+  }
+
+  onChange(listener: (servers: McpServerInfo[]) => void): Disposable {
+    this.listeners.add(listener);
+    return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  async restart(name: string): Promise<McpServerInfo> {
+    const server = this.servers.get(name);
+    if (!server) throw new Error(`no MCP server named "${name}" is configured (known: ${[...this.servers.keys()].join(', ') || 'none'})`);
+    const raw = (this.ctx.settings.get().mcpServers as Record<string, unknown> | undefined)?.[name];
+    // Re-read the entry so a fixed setting takes effect; a removed one keeps the boot-time entry.
+    const parsed = raw === undefined ? undefined : parseServerEntry(name, raw);
+    if (parsed && !parsed.ok) this.ctx.logger.error(parsed.error);
+    if (parsed) await server.restart(parsed.ok ? parsed.config : undefined, parsed.ok ? undefined : parsed.error);
+    else await server.restart(server.currentConfig, server.lastError);
+    return server.info();
+  }
+
+  /** Stop every server; resolves once their children are gone. Safe to call twice. */
+  stop(): Promise<void> {
+    this.stopping ??= Promise.all([...this.servers.values()].map((s) => s.stop())).then(() => undefined);
+    return this.stopping;
+  }
+
+  private readOptions(raw: unknown): void {
+    const { options, error } = parseOptions(raw);
+    if (error && error !== this.optionsError) this.ctx.logger.error(error);
+    this.options = options;
+    this.optionsError = error;
+  }
+
+  /** Tool registrations come and go with restarts: take each out of `subscriptions` when withdrawn. */
+  private registerTool(tool: Parameters<PluginContext['registerTool']>[0]): Disposable {
+    const d = this.ctx.registerTool(tool);
+    return {
+      dispose: () => {
+        d.dispose();
+        const i = this.ctx.subscriptions.indexOf(d);
+        if (i >= 0) this.ctx.subscriptions.splice(i, 1);
+      },
+    };
+  }
+
+  private notify(): void {
+    if (!this.listeners.size) return;
+    const snapshot = this.list();
+    for (const l of this.listeners) {
+      try {
+        l(snapshot);
+      } catch (err) {
+        this.ctx.logger.error(`an mcp service listener failed: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+  }
+}
