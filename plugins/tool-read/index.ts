@@ -1,0 +1,90 @@
+/**
+ * Read: a text file with line numbers, paged by lines; an image file as image content. Sandboxed
+ * to the workspace and the (read-only) uploads folder.
+ */
+import { promises as fsp } from 'node:fs';
+import { z } from 'zod';
+import type { ToolContext, ToolDefinition, ToolResult } from '../../plugin-api.js';
+import { definePlugin } from '../../core/define-plugin.js';
+import { loadImage, sniffImage } from '../tool-shared/image.js';
+import { describeFsError, guarded, ToolFailure } from '../tool-shared/results.js';
+import { resolveSandboxPath } from '../tool-shared/sandbox.js';
+import { sectionSchema, toolSettings } from '../tool-shared/settings.js';
+import { description } from './description.js';
+import { readLinePage } from './read-lines.js';
+
+export const ReadArgsSchema = z.object({
+  file_path: z.string().min(1).describe('The file to read: absolute, or relative to the workspace.'),
+  offset: z.number().int().min(1).optional().describe('The 1-based line to start at. Default 1.'),
+  limit: z.number().int().min(1).optional().describe('How many lines to return. Default 2000.'),
+});
+export type ReadArgs = z.output<typeof ReadArgsSchema>;
+
+const SNIFF_BYTES = 8192;
+
+async function readFile(args: ReadArgs, ctx: ToolContext): Promise<ToolResult> {
+  const settings = toolSettings(ctx.settings, 'read');
+  const p = await resolveSandboxPath(args.file_path, { workdir: ctx.workdir, uploads: ctx.paths?.uploads, access: 'read' });
+  const stat = await fsp.stat(p.absolute).catch((err) => {
+    throw new ToolFailure(describeFsError(err, p.display));
+  });
+  if (stat.isDirectory()) throw new ToolFailure(`${p.display} is a folder, not a file. List it with Bash (e.g. \`ls ${p.display}\`).`);
+  if (!stat.isFile()) throw new ToolFailure(`${p.display} is not a regular file.`);
+
+  const head = Buffer.alloc(Math.min(SNIFF_BYTES, stat.size));
+  if (head.length) {
+    const fh = await fsp.open(p.absolute, 'r');
+    try {
+      await fh.read(head, 0, head.length, 0);
+    } finally {
+      await fh.close();
+    }
+  }
+  const mime = sniffImage(head.subarray(0, 12));
+  if (mime) {
+    const img = await loadImage(p, toolSettings(ctx.settings, 'image').maxBytes, { mime, size: stat.size });
+    return { content: img.content, details: img.details };
+  }
+  if (head.includes(0)) throw new ToolFailure(`${p.display} looks like a binary file (${stat.size} bytes); Read shows text and images only.`);
+
+  const offset = args.offset ?? 1;
+  const limit = args.limit ?? settings.maxLines;
+  const base = { path: p.display, bytes: stat.size };
+  if (stat.size === 0) return { content: [{ type: 'text', text: `(${p.display} is empty)` }], details: { ...base, startLine: 0, endLine: 0, totalLines: 0, hasMore: false } };
+
+  const page = await readLinePage(p.absolute, { offset, limit, maxLineLength: settings.maxLineLength, maxBytes: settings.maxBytes });
+  if (page.lines.length === 0) {
+    throw new ToolFailure(`${p.display} has ${page.totalLines ?? 'fewer'} lines; offset ${offset} is past the end.`);
+  }
+  const first = page.lines[0]!.n;
+  const last = page.lines.at(-1)!.n;
+  const body = page.lines.map((l) => `${String(l.n).padStart(6)}\t${l.text}${l.cut ? ` [... line cut at ${settings.maxLineLength} characters]` : ''}`).join('\n');
+  const note = page.hasMore
+    ? `\n\n[Lines ${first}-${last} shown. ${p.display} continues: call Read with offset=${last + 1} to read on.]`
+    : first > 1
+      ? `\n\n[Lines ${first}-${last} of ${last} shown.]`
+      : '';
+  return {
+    content: [{ type: 'text', text: body + note }],
+    details: { ...base, startLine: first, endLine: last, totalLines: page.totalLines ?? null, hasMore: page.hasMore },
+  };
+}
+
+export function createReadTool(): ToolDefinition<ReadArgs> {
+  return {
+    name: 'Read',
+    description,
+    parameters: ReadArgsSchema,
+    concurrency: 'parallel',
+    execute: guarded(readFile),
+  };
+}
+
+export default definePlugin({
+  name: 'tool-read',
+  settingsKey: 'tools',
+  settingsSchema: sectionSchema('read'),
+  apply(ctx) {
+    ctx.registerTool(createReadTool());
+  },
+});
