@@ -27,8 +27,10 @@ import {
   startMockGemini,
   type GeminiChunk,
   type GeminiMockServer,
+  googleJson,
   type MockScript,
 } from '../fixtures/mock-gemini.js';
+import type { DeliveryOptions } from '../fixtures/mock-http.js';
 
 const MODEL = 'gemini-2.5-flash';
 let server: GeminiMockServer;
@@ -59,7 +61,11 @@ async function stream(script: MockScript, req: GenerateContentRequest | string =
   try {
     for await (const c of result.stream) {
       chunks.push(plain(c) as GeminiChunk);
-      texts.push(c.text());
+      try {
+        texts.push(c.text());
+      } catch (e) {
+        texts.push(`<text() threw ${(e as Error).constructor.name}>`); // blocked candidates
+      }
     }
   } catch (e) {
     error = e;
@@ -106,6 +112,7 @@ describe('request shape', () => {
     const body = await res.text();
     expect(body.startsWith('data: {"candidates": [{"content": {"parts": [{"text": "a"}],"role": "model"},"index": 0}]')).toBe(true);
     expect(body.split('\r\n\r\n')).toHaveLength(3); // two events + trailing ''
+    expect(googleJson({ a: 'x": y', b: [1, { 'k"': '\\"' }] })).toBe('{"a": "x\\": y","b": [1,{"k\\"": "\\\\\\""}]}');
   });
 });
 
@@ -154,13 +161,14 @@ describe('transport: splits and line endings give identical chunks', () => {
     expect(baseline).toEqual(rich().map((e) => plain(e.data)));
   });
 
-  it.each([
+  const deliveries: Array<[string, DeliveryOptions]> = [
     ['LF', { crlf: false }],
-    ['CRLF bytewise', { split: 'bytewise' as const }],
-    ['LF bytewise', { split: 'bytewise' as const, crlf: false }],
-    ...[1, 2, 3, 42, 1337].map((seed) => [`CRLF random seed ${seed}`, { split: 'random' as const, seed }] as const),
-    ['LF random', { split: 'random' as const, seed: 7, crlf: false }],
-  ])('%s', async (_label, delivery) => {
+    ['CRLF bytewise', { split: 'bytewise' }],
+    ['LF bytewise', { split: 'bytewise', crlf: false }],
+    ...[1, 2, 3, 42, 1337].map((seed): [string, DeliveryOptions] => [`CRLF random seed ${seed}`, { split: 'random', seed }]),
+    ['LF random', { split: 'random', seed: 7, crlf: false }],
+  ];
+  it.each(deliveries)('%s', async (_label, delivery) => {
     const { chunks, error } = await stream(() => geminiStream(rich(), delivery), req);
     expect(error).toBeUndefined();
     expect(chunks).toEqual(baseline);
@@ -231,12 +239,17 @@ describe('function calls', () => {
     expect(response.text()).toBe('Checking.');
   });
 
-  it('strict mode refuses calls to undeclared functions (the API would never send them)', async () => {
-    server.setScript(() => geminiStream(geminiReply({ functionCalls: [{ name: 'nope', args: {} }] })));
-    const err = await model().generateContentStream('hi').catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(GoogleGenerativeAIFetchError);
-    expect((err as GoogleGenerativeAIFetchError).status).toBe(500);
-    expect(String(err)).toContain('not declared');
+  it('strict mode refuses replies the API would never send for this request', async () => {
+    for (const [reply, problem] of [
+      [geminiReply({ functionCalls: [{ name: 'nope', args: {} }] }), 'not declared'],
+      [geminiReply({ thoughts: 'hmm', text: 'hi' }), 'includeThoughts'],
+    ] as const) {
+      server.setScript(() => geminiStream(reply));
+      const err = await model().generateContentStream('hi').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(GoogleGenerativeAIFetchError);
+      expect((err as GoogleGenerativeAIFetchError).status).toBe(500);
+      expect(String(err)).toContain(problem);
+    }
   });
 });
 
@@ -288,7 +301,23 @@ describe('errors map to GoogleGenerativeAIFetchError with status', () => {
     const err = (await model().generateContentStream('hi').catch((e: unknown) => e)) as GoogleGenerativeAIFetchError;
     expect(err.status).toBe(502);
     expect(err.errorDetails).toBeUndefined();
-    expect(geminiError(418, 'X', 'y').kind).toBe('json');
+    expect(err.message).toMatch(/\[502 Bad Gateway\] $/);
+  });
+
+  it('an unknown model is 404 NOT_FOUND when the mock is given a model list', async () => {
+    const strictModels = await startMockGemini({ models: ['gemini-2.5-pro'] });
+    const m = new GoogleGenerativeAI(MOCK_GEMINI_KEY).getGenerativeModel({ model: MODEL }, { baseUrl: strictModels.url });
+    const err = (await m.generateContentStream('hi').catch((e: unknown) => e)) as GoogleGenerativeAIFetchError;
+    await strictModels.close();
+    expect(err.status).toBe(404);
+    expect(err.message).toContain(`models/${MODEL} is not found for API version v1beta`);
+  });
+
+  it('geminiError builds the envelope for ad-hoc statuses', async () => {
+    server.setScript(() => geminiError(400, 'FAILED_PRECONDITION', 'User location is not supported for the API use.'));
+    const err = (await model().generateContent('hi').catch((e: unknown) => e)) as GoogleGenerativeAIFetchError;
+    expect(err.status).toBe(400);
+    expect(err.message).toContain('User location is not supported');
   });
 });
 
@@ -296,13 +325,21 @@ describe('broken streams (documents SDK behaviour)', () => {
   const three = () => geminiReply({ text: ['one ', 'two ', 'three'] });
 
   it('abrupt EOF mid-event: earlier chunks arrive, then "Error reading from the stream"', async () => {
-    const [first] = geminiStream(three()).kind === 'sse' ? [three()[0]] : [];
-    const cut = Buffer.byteLength(`data: ${JSON.stringify(first.data)}\r\n\r\n`) + 20; // compact JSON is shorter than Google's
-    const { chunks, error, response } = await stream(() => geminiStream(three(), { truncateAfterBytes: cut }));
+    const events = three();
+    const cut = Buffer.byteLength(`data: ${googleJson(events[0].data)}\r\n\r\n`) + 10; // 10 bytes into event 2
+    const { chunks, error, response } = await stream(() => geminiStream(events, { truncateAfterBytes: cut }));
     expect(chunks).toHaveLength(1);
     expect(error).toBeInstanceOf(GoogleGenerativeAIError);
-    expect((error as Error).message).toBe('[GoogleGenerativeAIError]: Error reading from the stream');
+    expect((error as Error).message).toBe('[GoogleGenerativeAI Error]: Error reading from the stream');
     expect(response.ok).toBe(false); // result.response rejects as well
+  });
+
+  it('abrupt EOF exactly after the last event is still an error (the chunked body never ended)', async () => {
+    const events = three();
+    const all = events.reduce((n, e) => n + Buffer.byteLength(`data: ${googleJson(e.data)}\r\n\r\n`), 0);
+    const { chunks, error } = await stream(() => geminiStream(events, { truncateAfterBytes: all }));
+    expect(chunks).toHaveLength(3);
+    expect((error as Error).message).toBe('[GoogleGenerativeAI Error]: Error reading from the stream');
   });
 
   it('clean EOF mid-event: "Failed to parse stream"', async () => {
@@ -344,10 +381,17 @@ describe('broken streams (documents SDK behaviour)', () => {
     expect((await stream(() => ({ kind: 'raw', body }))).texts).toEqual(['a\u2028b']);
   });
 
-  it('stalled stream + RequestOptions.timeout: GoogleGenerativeAIAbortError after the first chunk', async () => {
-    const { chunks, error } = await stream(() => geminiStream(three(), { stallAfterEvents: 1 }), 'hi', { timeout: 300 });
-    expect(chunks).toHaveLength(1);
-    expect(error).toBeInstanceOf(GoogleGenerativeAIAbortError);
+  it('stalled stream + RequestOptions.timeout: AbortError only if nothing was read yet', async () => {
+    // Stalled before the first event: the abort surfaces as GoogleGenerativeAIAbortError.
+    const early = await stream(() => geminiStream(three(), { stallAfterEvents: 0 }), 'hi', { timeout: 300 });
+    expect(early.chunks).toHaveLength(0);
+    expect(early.error).toBeInstanceOf(GoogleGenerativeAIAbortError);
+    // Stalled after one event: the SDK's nested pump().catch() re-wraps its own AbortError
+    // (which has name "Error") into the generic "Error reading from the stream".
+    const late = await stream(() => geminiStream(three(), { stallAfterEvents: 1 }), 'hi', { timeout: 300 });
+    expect(late.chunks).toHaveLength(1);
+    expect(late.error).not.toBeInstanceOf(GoogleGenerativeAIAbortError);
+    expect((late.error as Error).message).toBe('[GoogleGenerativeAI Error]: Error reading from the stream');
   });
 });
 
