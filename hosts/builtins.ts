@@ -6,8 +6,9 @@ import type { PluginModule } from '../plugin-api.js';
 import historySqlite from '../plugins/history-sqlite/index.js';
 import mcp from '../plugins/mcp/index.js';
 import modelCatalog from '../plugins/model-catalog/index.js';
+import providerOpenAI from '../plugins/provider-openai/index.js';
 import { builtinToolPlugins } from '../plugins/tool-shared/index.js';
 
 export async function builtinPlugins(): Promise<PluginModule[]> {
-  return [historySqlite, modelCatalog, ...builtinToolPlugins, mcp];
+  return [historySqlite, modelCatalog, providerOpenAI, ...builtinToolPlugins, mcp];
 }

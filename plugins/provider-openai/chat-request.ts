@@ -1,0 +1,105 @@
+/**
+ * Builds a Chat Completions request: the system prompt as the first message, history as
+ * user / assistant (with `tool_calls`) / tool messages, tools, tool choice and usage reporting.
+ *
+ * Chat Completions has nowhere to put reasoning, so no thinking is sent back (ours included; a
+ * DeepSeek-style endpoint even refuses `reasoning_content` in input). Tool messages take text
+ * only: images a tool returned follow the round's tool messages in one user message.
+ */
+import type { Message, ProviderRequest } from '../../plugin-api.js';
+import { mapToolCallIds, normalizeToolCallId } from '../provider-shared/history.js';
+import type { ResolvedConfig } from './config.js';
+import { effortForBudget } from './config.js';
+import { foreignThinkingText, imagePlaceholder, imageUrl, resultText, systemText } from './history-common.js';
+
+type Obj = Record<string, unknown>;
+
+export interface ChatBuild {
+  providerId: string;
+  config: ResolvedConfig;
+  reasoning: boolean;
+}
+
+/** OpenAI caps chat tool-call ids at 40 characters. */
+const CHAT_ID_MAX = 40;
+
+export function buildChatBody(request: ProviderRequest, b: ChatBuild): Obj {
+  const messages = mapToolCallIds(request.messages, (id) => normalizeToolCallId(id, CHAT_ID_MAX));
+  const wire: Obj[] = [];
+  const sys = systemText(request.system);
+  if (sys) wire.push({ role: 'system', content: sys });
+  wire.push(...toChatMessages(messages, b));
+  const body: Obj = {
+    model: request.model,
+    messages: wire,
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+  if (request.tools.length) {
+    body.tools = request.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.inputSchema } }));
+    const choice = request.toolChoice;
+    if (choice) body.tool_choice = choice === 'any' ? 'required' : typeof choice === 'object' ? { type: 'function', function: { name: choice.name } } : choice;
+  }
+  const maxTokens = request.maxOutputTokens ?? b.config.maxOutputTokens;
+  // OpenAI's reasoning models only take max_completion_tokens; compatible servers know max_tokens.
+  if (maxTokens) body[b.config.official ? 'max_completion_tokens' : 'max_tokens'] = maxTokens;
+  const effort = b.config.reasoningEffort ?? (b.reasoning && b.config.official ? effortForBudget(request.thinkingBudget) : undefined);
+  if (effort) body.reasoning_effort = effort;
+  if (b.config.official) body.prompt_cache_key = request.conversationId;
+  return body;
+}
+
+export function toChatMessages(messages: Message[], b: ChatBuild): Obj[] {
+  const out: Obj[] = [];
+  for (const m of messages) {
+    if (m.role === 'user') {
+      const texts = m.content.filter((c) => c.type === 'text' && c.text);
+      const hasImage = m.content.some((c) => c.type === 'image');
+      if (!hasImage) {
+        // Plain string content: some compatible servers accept nothing else.
+        if (texts.length) out.push({ role: 'user', content: texts.map((t) => (t.type === 'text' ? t.text : '')).join('\n\n') });
+        continue;
+      }
+      const parts: Obj[] = [];
+      for (const c of m.content) {
+        if (c.type === 'text' && c.text) parts.push({ type: 'text', text: c.text });
+        else if (c.type === 'image') {
+          const url = imageUrl(c);
+          parts.push(url ? { type: 'image_url', image_url: { url } } : { type: 'text', text: imagePlaceholder(c) });
+        }
+      }
+      out.push({ role: 'user', content: parts });
+    } else if (m.role === 'assistant') {
+      const texts: string[] = [];
+      const calls: Obj[] = [];
+      for (const c of m.content) {
+        if (c.type === 'text' && c.text) texts.push(c.text);
+        else if (c.type === 'thinking' && c.provider !== b.providerId) {
+          const t = foreignThinkingText(c, b.providerId, b.config.foreignThinking);
+          if (t) texts.push(t);
+        } else if (c.type === 'tool_call') {
+          const raw = c.providerData?.rawArguments;
+          calls.push({ id: c.id, type: 'function', function: { name: c.name, arguments: typeof raw === 'string' ? raw : JSON.stringify(c.input) } });
+        }
+      }
+      if (!texts.length && !calls.length) continue;
+      const msg: Obj = { role: 'assistant', content: texts.length ? texts.join('\n\n') : null };
+      if (calls.length) msg.tool_calls = calls;
+      out.push(msg);
+    } else if (m.role === 'tool') {
+      const images: Obj[] = [];
+      for (const r of m.content) {
+        if (r.type !== 'tool_result') continue;
+        out.push({ role: 'tool', tool_call_id: r.toolCallId, content: resultText(r) });
+        for (const c of r.content) {
+          if (c.type !== 'image') continue;
+          const url = imageUrl(c);
+          if (!images.length) images.push({ type: 'text', text: 'Images returned by the tool calls above:' });
+          images.push(url ? { type: 'image_url', image_url: { url } } : { type: 'text', text: imagePlaceholder(c) });
+        }
+      }
+      if (images.length) out.push({ role: 'user', content: images });
+    }
+  }
+  return out;
+}
