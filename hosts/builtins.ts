@@ -6,9 +6,10 @@ import type { PluginModule } from '../plugin-api.js';
 import historySqlite from '../plugins/history-sqlite/index.js';
 import mcp from '../plugins/mcp/index.js';
 import modelCatalog from '../plugins/model-catalog/index.js';
+import providerAnthropic from '../plugins/provider-anthropic/index.js';
 import providerOpenAI from '../plugins/provider-openai/index.js';
 import { builtinToolPlugins } from '../plugins/tool-shared/index.js';
 
 export async function builtinPlugins(): Promise<PluginModule[]> {
-  return [historySqlite, modelCatalog, providerOpenAI, ...builtinToolPlugins, mcp];
+  return [historySqlite, modelCatalog, providerAnthropic, providerOpenAI, ...builtinToolPlugins, mcp];
 }

@@ -1,0 +1,203 @@
+/**
+ * `createAnthropicProvider`: a Provider over the official SDK's raw stream
+ * (`messages.create({stream: true})`, not the accumulating `.stream()` helper). The SDK is
+ * imported on the first stream (it costs ~250 ms), the client is built once per key/endpoint,
+ * and it never retries (`maxRetries: 0`): the kernel retries, only before any output.
+ *
+ * Contract: `stream` never throws. Every failure (bad settings, no key, HTTP error, a broken or
+ * incomplete stream) is exactly one `error` event, after which the stream ends.
+ */
+import type Anthropic from '@anthropic-ai/sdk';
+import type { Logger, ModelInfo, Provider, ProviderEvent, ProviderRequest, Settings } from '../../plugin-api.js';
+import { CLAUDE_MODELS, DEFAULT_MODEL } from './models.js';
+import { buildAnthropicRequest } from './request.js';
+import { DEFAULT_BASE_URL, parseRequestOptions, withRequestOptions, type AnthropicConfig, type ConfigResult } from './settings.js';
+import { AnthropicStreamTranslator } from './stream-events.js';
+
+type Sdk = typeof import('@anthropic-ai/sdk');
+type Client = InstanceType<Sdk['default']>;
+
+let sdk: Promise<Sdk> | undefined;
+/** The SDK module, imported once, on first use. */
+export function loadAnthropicSdk(): Promise<Sdk> {
+  sdk ??= import('@anthropic-ai/sdk').catch((err) => {
+    sdk = undefined;
+    throw err;
+  });
+  return sdk;
+}
+
+export interface AnthropicProviderOptions {
+  /** Provider id (default `claude_code`). */
+  id?: string;
+  aliases?: string[];
+  displayName?: string;
+  defaultModel?: string;
+  /** The model catalog (default: the Claude catalog; a custom provider passes its own, possibly empty). */
+  models?: ModelInfo[];
+  /** Static configuration, used when `config` is not given (the benchmark builds a provider this way). */
+  apiKey?: string;
+  baseUrl?: string;
+  thinkingBudget?: number;
+  maxOutputTokens?: number;
+  webSearch?: boolean | { maxUses?: number };
+  cache?: boolean;
+  timeoutMs?: number;
+  /**
+   * Live configuration, read at every stream (and by `isConfigured`, with the settings it is
+   * given). The plugin passes one that reads the settings store, so changes apply at once.
+   */
+  config?: (settings?: Settings) => ConfigResult;
+  /** Where the SDK's own diagnostics go (default: dropped). */
+  logger?: Logger;
+}
+
+function staticConfig(o: AnthropicProviderOptions): ConfigResult {
+  const config: AnthropicConfig = { baseUrl: (o.baseUrl ?? DEFAULT_BASE_URL).replace(/\/+$/, ''), cache: o.cache !== false };
+  if (o.apiKey) config.apiKey = o.apiKey;
+  if (o.thinkingBudget !== undefined) config.thinkingBudget = o.thinkingBudget;
+  if (o.maxOutputTokens !== undefined) config.maxOutputTokens = o.maxOutputTokens;
+  if (o.webSearch) config.webSearch = o.webSearch === true ? {} : o.webSearch;
+  if (o.timeoutMs !== undefined) config.timeoutMs = o.timeoutMs;
+  return { ok: true, config };
+}
+
+const quiet = () => undefined;
+
+export function createAnthropicProvider(options: AnthropicProviderOptions = {}): Provider {
+  const id = options.id ?? 'claude_code';
+  const displayName = options.displayName ?? 'Claude';
+  const models = options.models ?? CLAUDE_MODELS;
+  const resolve = options.config ?? (() => staticConfig(options));
+  const log = options.logger;
+  // The SDK logs through this; a malformed event is also reported as our error event, so its own lines are debug.
+  const sdkLogger = { error: log ? (m: string, ...a: unknown[]) => log.debug(m, a) : quiet, warn: log ? (m: string, ...a: unknown[]) => log.warn(m, a) : quiet, info: quiet, debug: quiet };
+  let cached: { key: string; client: Client } | undefined;
+
+  async function clientFor(cfg: AnthropicConfig): Promise<Client> {
+    const key = `${cfg.baseUrl}\n${cfg.apiKey ?? ''}\n${cfg.timeoutMs ?? ''}`;
+    if (cached?.key === key) return cached.client;
+    const { default: Anthropic } = await loadAnthropicSdk();
+    const client = new Anthropic({
+      // A keyless custom endpoint still needs a credential, or the SDK goes looking for profiles.
+      apiKey: cfg.apiKey ?? 'no-key',
+      baseURL: cfg.baseUrl,
+      maxRetries: 0,
+      ...(cfg.timeoutMs ? { timeout: cfg.timeoutMs } : {}),
+      logger: sdkLogger,
+    });
+    cached = { key, client };
+    return client;
+  }
+
+  /** Resolve settings, build the body and open the raw stream; undefined when `t` already holds the error. */
+  async function open(request: ProviderRequest, signal: AbortSignal, t: AnthropicStreamTranslator): Promise<AsyncIterable<unknown> | undefined> {
+    const resolved = resolve();
+    if (!resolved.ok) return void t.error({ code: 'config', message: resolved.error, retryable: false });
+    if (!resolved.config.apiKey && !resolved.config.keyless) {
+      const where = id === 'claude_code' ? 'set ANTHROPIC_API_KEY, or providers.claude_code.apiKey in settings' : `set apiKey or apiKeyEnv of custom provider "${id}" in settings`;
+      return void t.error({ code: 'auth', message: `provider "${id}" has no API key: ${where}`, retryable: false });
+    }
+    const overrides = parseRequestOptions(id, request.options);
+    if (!overrides.ok) return void t.error({ code: 'config', message: overrides.error, retryable: false });
+    const cfg = withRequestOptions(resolved.config, overrides.value);
+    const body = buildAnthropicRequest(request, cfg, id, models);
+    const client = await clientFor(cfg);
+    // Our body is the wire JSON (raw round-trip blocks included), looser than the SDK's param types.
+    return client.messages.create(body as unknown as Anthropic.MessageCreateParamsStreaming, { signal });
+  }
+
+  function stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent> {
+    const t = new AnthropicStreamTranslator(id);
+    return new EventStream(() => open(request, signal, t), t, signal);
+  }
+
+  return {
+    id,
+    ...(options.aliases?.length ? { aliases: options.aliases } : {}),
+    displayName,
+    defaultModel: options.defaultModel ?? DEFAULT_MODEL,
+    ...(models.length ? { models } : {}),
+    isConfigured(settings: Settings) {
+      const r = resolve(settings);
+      return r.ok && (!!r.config.apiKey || !!r.config.keyless);
+    },
+    stream,
+  };
+}
+
+const DONE: IteratorResult<ProviderEvent> = { value: undefined, done: true };
+
+/**
+ * The normalized stream over the SDK's raw one. Hand-written rather than an async generator:
+ * a generator adds a promise hop per yielded event, and this sits on the per-delta path.
+ */
+class EventStream implements AsyncIterableIterator<ProviderEvent> {
+  private inner: AsyncIterator<unknown> | undefined;
+  private read = 0;
+  private ended = false;
+
+  constructor(
+    private readonly start: () => Promise<AsyncIterable<unknown> | undefined>,
+    private readonly t: AnthropicStreamTranslator,
+    private readonly signal: AbortSignal,
+  ) {}
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<ProviderEvent>> {
+    return this.read < this.t.out.length ? Promise.resolve(this.take()) : this.ended ? Promise.resolve(DONE) : this.pull();
+  }
+
+  /** The next queued event, or DONE once the queue is empty and the stream ended. */
+  private take(): IteratorResult<ProviderEvent> {
+    const out = this.t.out;
+    if (this.read >= out.length) return DONE;
+    const value = out[this.read++]!;
+    if (this.read === out.length) {
+      out.length = 0;
+      this.read = 0;
+    }
+    return { value, done: false };
+  }
+
+  private async pull(): Promise<IteratorResult<ProviderEvent>> {
+    const t = this.t;
+    try {
+      if (!this.inner) {
+        const raw = await this.start();
+        if (!raw) this.ended = true;
+        else this.inner = raw[Symbol.asyncIterator]();
+      }
+      while (!this.ended) {
+        const r = await this.inner!.next();
+        if (r.done) {
+          t.end(this.signal.aborted);
+          this.ended = true;
+        } else t.handle(r.value as Record<string, unknown>);
+        if (t.failed) this.close();
+        if (t.out.length) break;
+      }
+    } catch (err) {
+      t.fail(err, this.signal.aborted);
+      this.ended = true;
+    }
+    // A plain value, not this.next(): returning a promise from an async function costs extra ticks per event.
+    return this.take();
+  }
+
+  /** Stop reading: the SDK aborts the request when its iterator is returned early. */
+  private close(): void {
+    if (this.ended) return;
+    this.ended = true;
+    void this.inner?.return?.().catch(() => undefined);
+  }
+
+  async return(): Promise<IteratorResult<ProviderEvent>> {
+    this.close();
+    this.t.out.length = 0;
+    return DONE;
+  }
+}
