@@ -22,10 +22,15 @@ interface FormatSpec {
 
 const KEY = 'bench-key';
 
+/** Providers are loaded by folder name so the bench runs with whichever ones are built. */
+async function pluginFrom(folder: string): Promise<PluginModule> {
+  return (await import(new URL(`../plugins/${folder}/index.js`, import.meta.url).href)).default as PluginModule;
+}
+
 const SPECS: Record<BenchFormat, FormatSpec> = {
   anthropic: {
     provider: 'claude_code',
-    plugin: async () => (await import('../plugins/provider-anthropic/index.js')).default as PluginModule,
+    plugin: () => pluginFrom('provider-anthropic'),
     settings: (url) => ({ providers: { claude_code: { apiKey: KEY, baseUrl: url } } }),
     raw: async (url) => {
       const { default: Anthropic } = await import('@anthropic-ai/sdk');
@@ -38,7 +43,7 @@ const SPECS: Record<BenchFormat, FormatSpec> = {
   },
   'openai-chat': {
     provider: 'codex',
-    plugin: async () => (await import('../plugins/provider-openai/index.js')).default as PluginModule,
+    plugin: () => pluginFrom('provider-openai'),
     settings: (url) => ({ providers: { codex: { apiKey: KEY, baseUrl: `${url}/v1`, api: 'chat' } } }),
     raw: async (url) => {
       const { default: OpenAI } = await import('openai');
@@ -51,7 +56,7 @@ const SPECS: Record<BenchFormat, FormatSpec> = {
   },
   'openai-responses': {
     provider: 'codex',
-    plugin: async () => (await import('../plugins/provider-openai/index.js')).default as PluginModule,
+    plugin: () => pluginFrom('provider-openai'),
     settings: (url) => ({ providers: { codex: { apiKey: KEY, baseUrl: `${url}/v1`, api: 'responses' } } }),
     raw: async (url) => {
       const { default: OpenAI } = await import('openai');
@@ -64,7 +69,7 @@ const SPECS: Record<BenchFormat, FormatSpec> = {
   },
   gemini: {
     provider: 'gemini',
-    plugin: async () => (await import('../plugins/provider-gemini/index.js')).default as PluginModule,
+    plugin: () => pluginFrom('provider-gemini'),
     settings: (url) => ({ providers: { gemini: { apiKey: KEY, baseUrl: url } } }),
     raw: async (url) => {
       const { GoogleGenerativeAI } = await import('@google/generative-ai');

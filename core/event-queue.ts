@@ -19,6 +19,7 @@ export class EventLog<T> implements AsyncIterable<T> {
   }
 
   private wake() {
+    if (this.waiters.length === 0) return;
     const w = this.waiters;
     this.waiters = [];
     for (const fn of w) fn();

@@ -81,7 +81,9 @@ export class Kernel {
     this.stopped = true;
     const runs = this.sessions.all().flatMap((s) => (s.activeRun ? [s.activeRun] : []));
     for (const r of runs) r.abort('shutdown');
-    await Promise.race([Promise.all(runs.map((r) => r.result)), new Promise((r) => setTimeout(r, 5000))]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(runs.map((r) => r.result)), new Promise((r) => (timer = setTimeout(r, 5000)))]);
+    clearTimeout(timer);
     await this.hooks.shutdown.promise();
     for (const { subs } of this.disposers.reverse()) {
       for (const d of subs.reverse()) {
