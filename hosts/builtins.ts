@@ -7,9 +7,11 @@ import historySqlite from '../plugins/history-sqlite/index.js';
 import mcp from '../plugins/mcp/index.js';
 import modelCatalog from '../plugins/model-catalog/index.js';
 import providerAnthropic from '../plugins/provider-anthropic/index.js';
+import providerGemini from '../plugins/provider-gemini/index.js';
 import providerOpenAI from '../plugins/provider-openai/index.js';
+import toolAskUserQuestion from '../plugins/tool-ask-user-question/index.js';
 import { builtinToolPlugins } from '../plugins/tool-shared/index.js';
 
 export async function builtinPlugins(): Promise<PluginModule[]> {
-  return [historySqlite, modelCatalog, providerAnthropic, providerOpenAI, ...builtinToolPlugins, mcp];
+  return [historySqlite, modelCatalog, providerAnthropic, providerOpenAI, providerGemini, ...builtinToolPlugins, toolAskUserQuestion, mcp];
 }

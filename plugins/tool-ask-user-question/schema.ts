@@ -14,9 +14,9 @@ export const MAX_HEADER = 40;
 export const MAX_LABEL = 120;
 
 const OptionSchema = z.object({
-  label: z.string().trim().min(1, 'an option needs a non-empty label').max(MAX_LABEL, `a label has at most ${MAX_LABEL} characters`).describe('The choice as shown to the user: a few words.'),
-  description: z.string().trim().max(500, 'a description has at most 500 characters').optional().describe('One line on what picking it means.'),
-  recommended: z.boolean().optional().describe('Mark at most one option per question as the one you recommend; it is shown first and taken if the user does not answer in time.'),
+  label: z.string('an option needs a label (a string)').trim().min(1, 'an option needs a non-empty label').max(MAX_LABEL, `a label has at most ${MAX_LABEL} characters`).describe('The choice as shown to the user: a few words.'),
+  description: z.string('a description must be a string').trim().max(500, 'a description has at most 500 characters').optional().describe('One line on what picking it means.'),
+  recommended: z.boolean('recommended must be true or false').optional().describe('Mark at most one option per question as the one you recommend; it is shown first and taken if the user does not answer in time.'),
 });
 
 const QuestionSchema = z.object({
@@ -28,8 +28,8 @@ const QuestionSchema = z.object({
     .regex(/^[A-Za-z0-9_.-]+$/, 'an id uses only letters, digits, _, . and -')
     .optional()
     .describe('Stable id of the question; defaults to its position: q1, q2, ...'),
-  header: z.string().trim().min(1, 'a header must not be empty').max(MAX_HEADER, `a header is a short tab label of at most ${MAX_HEADER} characters`).optional().describe('A very short label (1-3 words) for the question tab.'),
-  prompt: z.string().trim().min(1, 'a question needs a non-empty prompt').max(4000, 'a prompt has at most 4000 characters').describe('The question, complete and clear.'),
+  header: z.string('a header must be a string').trim().min(1, 'a header must not be empty').max(MAX_HEADER, `a header is a short tab label of at most ${MAX_HEADER} characters`).optional().describe('A very short label (1-3 words) for the question tab.'),
+  prompt: z.string('a question needs a prompt (the question text, a string)').trim().min(1, 'a question needs a non-empty prompt').max(4000, 'a prompt has at most 4000 characters').describe('The question, complete and clear.'),
   options: z
     .array(OptionSchema, 'options must be an array of { label, description?, recommended? }')
     .min(MIN_OPTIONS, `a question needs at least ${MIN_OPTIONS} options`)
@@ -114,7 +114,7 @@ function normalizeQuestion(q: z.output<typeof QuestionSchema>, i: number): Norma
 export const AskSettingsSchema = z
   .strictObject({
     /** How long a question waits before the recommended option is taken. 0 or null: no timeout. */
-    timeoutMs: z.number().int().min(0).nullable().default(180_000),
+    timeoutMs: z.number().int().min(0).max(2_147_483_647, 'timeoutMs is at most 2147483647 (about 24 days); use 0 or null for no timeout').nullable().default(180_000),
     /** Longest typed ("Other") answer accepted. */
     maxCustomLength: z.number().int().min(1).max(100_000).default(2000),
   })
