@@ -17,4 +17,4 @@ const kernel = await createKernel({ home, builtins, settings: {}, thirdParty: fa
 const t2 = performance.now();
 await kernel.shutdown();
 fs.rmSync(home, { recursive: true, force: true });
-process.stdout.write(JSON.stringify({ importMs: t1 - t0, bootMs: t2 - t1, plugins: kernel.loaded.length }) + '\n');
+process.stdout.write(JSON.stringify({ importMs: t1 - t0, bootMs: t2 - t1, plugins: kernel.loaded.length, slowest: kernel.loaded.filter((p) => (p.applyMs ?? 0) > 2).map((p) => `${p.name} ${p.applyMs!.toFixed(1)}ms`) }) + '\n');

@@ -47,6 +47,8 @@ export interface KernelOptions {
 export interface LoadedPlugin {
   name: string;
   status: 'active' | 'failed';
+  /** How long `apply` took (ms), for start-up budgets. */
+  applyMs?: number;
   error?: RuntimeErrorInfo;
 }
 
@@ -164,11 +166,12 @@ export async function createKernel(options: KernelOptions = {}): Promise<Kernel>
       continue;
     }
     const subs: Disposable[] = [];
+    const started = performance.now();
     try {
       const ctx = makeContext(plugin, subs, { kernelHooks, sessionHooks, tools, providers, services, settings, paths, runtime, log, reportFailure });
       await plugin.apply(ctx);
       kernel.track(plugin.name, subs);
-      kernel.loaded.push({ name: plugin.name, status: 'active' });
+      kernel.loaded.push({ name: plugin.name, status: 'active', applyMs: performance.now() - started });
     } catch (err) {
       for (const d of subs.reverse()) {
         try {

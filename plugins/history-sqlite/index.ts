@@ -11,9 +11,9 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { definePlugin } from '../../core/define-plugin.js';
-import { closeDatabase, openDatabase } from './database.js';
+import { closeDatabase, openDatabase, type HistoryDatabase } from './database.js';
 import { createHistoryService } from './queries.js';
-import { HISTORY_SERVICE } from './service.js';
+import { HISTORY_SERVICE, type HistoryService } from './service.js';
 import { HistoryStore } from './store.js';
 
 export const HistorySettingsSchema = z.strictObject({
@@ -32,12 +32,26 @@ export default definePlugin({
   async apply(ctx) {
     const settings = ctx.config as HistorySettings;
     const file = path.resolve(ctx.paths.home, settings.file ?? DEFAULT_DB_FILE);
-    const handle = await openDatabase(file, { busyTimeoutMs: settings.busyTimeoutMs ?? 5000 });
-    const store = new HistoryStore(handle.db);
+
+    // The database opens in the background once the host is ready, not during boot: importing
+    // knex and checking migrations costs 100-300 ms, and start-up must not pay for it. Every tap
+    // and service call awaits the same opening, so the first run simply waits for it.
+    let opened: Promise<{ handle: HistoryDatabase; store: HistoryStore; service: HistoryService }> | undefined;
+    let closing: Promise<void> | undefined;
+    const open = () =>
+      (opened ??= (async () => {
+        if (closing) throw new Error('the history database is closed');
+        const handle = await openDatabase(file, { busyTimeoutMs: settings.busyTimeoutMs ?? 5000 });
+        const store = new HistoryStore(handle.db);
+        ctx.logger.info(`history database: ${file}`);
+        return { handle, store, service: createHistoryService({ knex: handle.knex, store, runtime: ctx.runtime, track }) };
+      })());
+    ctx.hooks.ready.tap(() => {
+      open().catch((err) => ctx.logger.error(`cannot open the history database ${file}: ${(err as Error).message}`));
+    });
 
     // Service calls in flight (knex is async); shutdown waits for them before closing.
     const pending = new Set<Promise<unknown>>();
-    let closing: Promise<void> | undefined;
     const track = <T>(op: () => Promise<T>): Promise<T> => {
       if (closing) return Promise.reject(new Error('the history database is closed'));
       const p = op();
@@ -48,43 +62,48 @@ export default definePlugin({
     };
     const close = () =>
       (closing ??= (async () => {
+        if (!opened) return;
+        const { handle, store } = await opened.catch(() => ({ handle: undefined, store: undefined }));
+        if (!handle || !store) return;
         await Promise.allSettled([...pending]);
         store.close();
         await closeDatabase(handle);
         ctx.logger.debug(`closed ${file}`);
       })());
     // Normal stop: the shutdown hook runs after the kernel stopped the runs, so every round is
-    // written. The disposer covers the rest (apply failing below, or a host that only disposes).
+    // written. The disposer covers hosts that only dispose.
     ctx.hooks.shutdown.tap(close);
-    ctx.subscriptions.push({
-      dispose() {
-        if (closing) return;
-        closing = Promise.resolve();
-        store.close();
-        void handle.knex.destroy();
-        if (handle.db.open) handle.db.close();
-      },
-    });
+    ctx.subscriptions.push({ dispose: () => void close() });
 
     const hooks = ctx.sessionHooks;
-    hooks.loadHistory.tap((info) => store.loadHistory(info));
-    hooks.saveUserMessage.tap((message, info) => store.saveUserMessage(message, info));
-    hooks.saveProgress.tap((message, info) => store.saveProgress(message, info));
-    hooks.saveRound.tap((round) => store.saveRound(round));
-    hooks.truncateHistory.tap((at) => store.truncate(at.conversationId, at.fromMessageId));
-    hooks.turnEnd.tap((_result, info) => store.saveLastSeq(info));
+    const withStore = async () => (await open()).store;
+    hooks.loadHistory.tap(async (info) => (await withStore()).loadHistory(info));
+    hooks.saveUserMessage.tap(async (message, info) => (await withStore()).saveUserMessage(message, info));
+    hooks.saveProgress.tap(async (message, info) => (await withStore()).saveProgress(message, info));
+    hooks.saveRound.tap(async (round) => (await withStore()).saveRound(round));
+    hooks.truncateHistory.tap(async (at) => (await withStore()).truncate(at.conversationId, at.fromMessageId));
+    hooks.turnEnd.tap(async (_result, info) => (await withStore()).saveLastSeq(info));
     // The request context is the only hook argument that carries a run's provider, model, mode
     // and workdir (SessionInfo does not), so the conversation row learns them here, once per run.
     hooks.providerRequest.tap(
-      (request, rc) => {
-        if (rc.round === 1) store.saveRunFacts({ conversationId: rc.conversationId, provider: rc.provider.id, model: rc.model, mode: rc.mode, workdir: rc.workdir });
+      async (request, rc) => {
+        if (rc.round === 1) (await withStore()).saveRunFacts({ conversationId: rc.conversationId, provider: rc.provider.id, model: rc.model, mode: rc.mode, workdir: rc.workdir });
         return request;
       },
       { stage: 10_000 },
     );
 
-    ctx.provide(HISTORY_SERVICE, createHistoryService({ knex: handle.knex, store, runtime: ctx.runtime, track }));
-    ctx.logger.info(`history database: ${file}`);
+    // The service is usable at once; each call waits for the database to be open.
+    const lazy = new Proxy({} as HistoryService, {
+      // Not a thenable, and no symbol keys: only method names become async forwarders.
+      get: (_t, key) => (key === 'then' || typeof key === 'symbol' ? undefined : async (...args: unknown[]) => {
+        const { service } = await open();
+        const fn = (service as unknown as Record<PropertyKey, (...a: unknown[]) => unknown>)[key];
+        if (typeof fn !== 'function') throw new Error(`history service has no method ${String(key)}`);
+        return fn.apply(service, args);
+      }),
+    });
+    ctx.provide(HISTORY_SERVICE, lazy);
   },
 });
 
