@@ -1,0 +1,232 @@
+/**
+ * The client-side state of one conversation and how lifecycle events change it. The live
+ * assistant message is rebuilt from message_start / message_update (deltas by block index) /
+ * message_end, tool runtimes from tool_execution_*, and finished rounds move into `messages` at
+ * turn_end, so the transcript looks the same whether it was streamed or loaded from history.
+ */
+import type {
+  ContentBlock,
+  EditedFile,
+  ExecutionMode,
+  JsonObject,
+  LifecycleEvent,
+  Message,
+  RuntimeErrorInfo,
+  ToolProgress,
+  ToolResultBlock,
+} from '../../../plugin-api.js';
+import type { QueuedItem } from '../../../plugins/gateway/protocol.js';
+
+export interface ToolRuntime {
+  status: 'running' | 'ok' | 'error';
+  startedAt?: number;
+  durationMs?: number;
+  progress?: ToolProgress;
+  result?: ToolResultBlock;
+}
+
+export interface RunInfo {
+  runId: string;
+  mode?: ExecutionMode;
+  provider?: string;
+  model?: string;
+  startedAt: number;
+}
+
+export interface ConversationState {
+  id: string;
+  /** History plus the finished rounds of the active run. */
+  messages: Message[];
+  /** The assistant message being streamed. */
+  live: Message | null;
+  /** Raw argument JSON of tool calls still streaming, by block index. */
+  liveArgs: Record<number, string>;
+  tools: Record<string, ToolRuntime>;
+  running: boolean;
+  run: RunInfo | null;
+  lastSeq: number;
+  queue: QueuedItem[];
+  /** The last run's failure, shown with a retry button. */
+  error: RuntimeErrorInfo | null;
+  /** A transient line such as "retrying in 2 s" or "stopped". */
+  notice: string | null;
+  /** Files the last run changed (agent_end). */
+  editedFiles: EditedFile[] | null;
+  /** A snapshot or history load arrived. */
+  loaded: boolean;
+  /** The message just sent, shown until the server's agent_start echoes it. */
+  pendingUser: Message | null;
+}
+
+export function emptyState(id: string): ConversationState {
+  return {
+    id,
+    messages: [],
+    live: null,
+    liveArgs: {},
+    tools: {},
+    running: false,
+    run: null,
+    lastSeq: 0,
+    queue: [],
+    error: null,
+    notice: null,
+    editedFiles: null,
+    loaded: false,
+    pendingUser: null,
+  };
+}
+
+function ensureLive(s: ConversationState, messageId: string, ts: number): Message {
+  if (!s.live || s.live.id !== messageId) {
+    s.live = { id: messageId, role: 'assistant', content: [], createdAt: ts, provider: s.run?.provider, model: s.run?.model };
+    s.liveArgs = {};
+  }
+  return s.live;
+}
+
+function textSlot(msg: Message, index: number, kind: 'text' | 'thinking'): ContentBlock {
+  let b = msg.content[index];
+  if (!b || b.type !== kind) {
+    b = kind === 'text' ? { type: 'text', text: '' } : { type: 'thinking', thinking: '' };
+    // Indices can skip (a hidden block); fill the gap so positions keep matching the server's.
+    while (msg.content.length < index) msg.content.push({ type: 'text', text: '' });
+    msg.content[index] = b;
+  }
+  return b;
+}
+
+function pushUnique(list: Message[], m: Message): void {
+  const at = list.findIndex((x) => x.id === m.id);
+  if (at >= 0) list[at] = m;
+  else list.push(m);
+}
+
+/** Apply one lifecycle event. Events at or below lastSeq were seen already and are skipped. */
+export function applyEvent(s: ConversationState, ev: LifecycleEvent, force = false): void {
+  if (!force && ev.seq <= s.lastSeq) return;
+  if (ev.seq > s.lastSeq) s.lastSeq = ev.seq;
+  switch (ev.type) {
+    case 'agent_start':
+      s.running = true;
+      s.run = { runId: ev.runId, mode: ev.mode, provider: ev.provider, model: ev.model, startedAt: ev.ts };
+      s.error = null;
+      s.notice = null;
+      s.editedFiles = null;
+      if (ev.userMessage) {
+        s.pendingUser = null;
+        pushUnique(s.messages, ev.userMessage);
+      }
+      break;
+    case 'message_start':
+      ensureLive(s, ev.messageId, ev.ts);
+      break;
+    case 'message_update': {
+      const msg = ensureLive(s, ev.messageId, ev.ts);
+      if (s.notice) s.notice = null;
+      const d = ev.delta;
+      if (d.kind === 'text') (textSlot(msg, d.index, 'text') as { text: string }).text += d.text;
+      else if (d.kind === 'thinking') (textSlot(msg, d.index, 'thinking') as { thinking: string }).thinking += d.text;
+      else if (d.kind === 'tool_call_start') {
+        while (msg.content.length < d.index) msg.content.push({ type: 'text', text: '' });
+        msg.content[d.index] = { type: 'tool_call', id: d.id, name: d.name, input: {} };
+        s.liveArgs[d.index] = '';
+      } else if (d.kind === 'tool_input') s.liveArgs[d.index] = (s.liveArgs[d.index] ?? '') + d.json;
+      else if (d.kind === 'block') {
+        while (msg.content.length < d.index) msg.content.push({ type: 'text', text: '' });
+        msg.content[d.index] = d.block;
+        delete s.liveArgs[d.index];
+      }
+      break;
+    }
+    case 'message_end':
+      s.live = ev.message;
+      s.liveArgs = {};
+      break;
+    case 'tool_execution_start':
+      s.tools[ev.toolCallId] = { status: 'running', startedAt: ev.ts };
+      // The start event carries the arguments as the tool received them (e.g. stamped by prepareArguments).
+      patchToolInput(s, ev.toolCallId, ev.args);
+      break;
+    case 'tool_execution_update': {
+      const t = s.tools[ev.toolCallId] ?? (s.tools[ev.toolCallId] = { status: 'running', startedAt: ev.ts });
+      t.progress = ev.partial;
+      break;
+    }
+    case 'tool_execution_end':
+      s.tools[ev.toolCallId] = {
+        ...s.tools[ev.toolCallId],
+        status: ev.result.isError ? 'error' : 'ok',
+        durationMs: ev.durationMs,
+        result: ev.result,
+      };
+      break;
+    case 'turn_end':
+      pushUnique(s.messages, ev.message);
+      if (ev.toolResults) pushUnique(s.messages, ev.toolResults);
+      if (s.live?.id === ev.message.id) s.live = null;
+      s.liveArgs = {};
+      break;
+    case 'agent_end':
+      if (s.live) {
+        pushUnique(s.messages, s.live);
+        s.live = null;
+      }
+      s.running = false;
+      s.run = null;
+      s.pendingUser = null;
+      for (const t of Object.values(s.tools)) if (t.status === 'running') t.status = 'error';
+      if (ev.status === 'error' && ev.error) s.error = ev.error;
+      s.notice = ev.status === 'aborted' ? 'Stopped.' : null;
+      s.editedFiles = ev.editedFiles?.length ? ev.editedFiles : null;
+      break;
+    case 'error':
+      if (ev.error.code !== 'cancelled') s.error = ev.error;
+      break;
+    case 'notice':
+      s.notice = noticeText(ev.payload);
+      break;
+    default:
+      // turn_start, ask_user_question*, compaction and custom events need no transcript state yet.
+      break;
+  }
+}
+
+function patchToolInput(s: ConversationState, toolCallId: string, args: JsonObject): void {
+  for (const b of s.live?.content ?? []) if (b.type === 'tool_call' && b.id === toolCallId) b.input = args;
+}
+
+function noticeText(p: JsonObject): string {
+  const msg = typeof p.message === 'string' ? p.message : '';
+  if (p.kind === 'retry') {
+    const secs = typeof p.delayMs === 'number' ? ` in ${Math.max(1, Math.round(p.delayMs / 1000))} s` : '';
+    return `The provider failed${msg ? ` (${msg})` : ''}. Retrying${secs}${typeof p.attempt === 'number' ? ` (attempt ${p.attempt + 1})` : ''}…`;
+  }
+  return msg || JSON.stringify(p);
+}
+
+export interface SnapshotLike {
+  lastSeq: number;
+  messages: Message[];
+  running: boolean;
+  partial?: Message;
+  pending?: LifecycleEvent[];
+}
+
+/** Replace the state with a server snapshot (history plus any in-progress reply). */
+export function applySnapshot(s: ConversationState, snap: SnapshotLike): void {
+  s.messages = snap.messages.slice();
+  s.live = snap.partial && snap.running ? structuredClone(snap.partial) : null;
+  s.liveArgs = {};
+  s.running = snap.running;
+  if (!snap.running) {
+    s.run = null;
+    s.pendingUser = null;
+  } else if (!s.run) {
+    s.run = { runId: '', startedAt: Date.now(), provider: snap.partial?.provider, model: snap.partial?.model };
+  }
+  s.lastSeq = snap.lastSeq;
+  s.loaded = true;
+  for (const ev of snap.pending ?? []) applyEvent(s, ev, true);
+  s.lastSeq = Math.max(s.lastSeq, snap.lastSeq);
+}

@@ -1,0 +1,54 @@
+/** Small display helpers. */
+import type { Usage } from '../../../plugin-api.js';
+
+export function formatDuration(ms: number | undefined): string {
+  if (ms === undefined) return '';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+  const m = Math.floor(ms / 60_000);
+  return `${m} m ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+export function formatTokens(n: number | undefined): string {
+  if (!n) return '0';
+  return n >= 10_000 ? `${(n / 1000).toFixed(1)}k` : String(n);
+}
+
+export function usageShort(u: Usage): string {
+  return `${formatTokens(u.inputTokens)} in · ${formatTokens(u.outputTokens)} out`;
+}
+
+export function usageFull(u: Usage): Array<[string, number]> {
+  const rows: Array<[string, number]> = [
+    ['input', u.inputTokens],
+    ['output', u.outputTokens],
+  ];
+  if (u.cacheReadTokens !== undefined) rows.push(['cache read', u.cacheReadTokens]);
+  if (u.cacheWriteTokens !== undefined) rows.push(['cache write', u.cacheWriteTokens]);
+  if (u.reasoningTokens !== undefined) rows.push(['reasoning', u.reasoningTokens]);
+  return rows;
+}
+
+export function relativeTime(ts: number, now = Date.now()): string {
+  const d = Math.max(0, now - ts);
+  if (d < 60_000) return 'now';
+  if (d < 3_600_000) return `${Math.floor(d / 60_000)}m`;
+  if (d < 86_400_000) return `${Math.floor(d / 3_600_000)}h`;
+  if (d < 7 * 86_400_000) return `${Math.floor(d / 86_400_000)}d`;
+  return new Date(ts).toLocaleDateString();
+}
+
+/** One line describing a tool call's arguments, for the collapsed trace row. */
+export function argsSummary(input: Record<string, unknown>): string {
+  for (const key of ['command', 'file_path', 'path', 'pattern', 'query', 'url', 'prompt', 'text']) {
+    const v = input[key];
+    if (typeof v === 'string' && v) return v.length > 120 ? `${v.slice(0, 117)}…` : v;
+  }
+  const json = JSON.stringify(input);
+  return json === '{}' ? '' : json.length > 120 ? `${json.slice(0, 117)}…` : json;
+}
+
+export function newId(prefix: string): string {
+  const rnd = typeof crypto !== 'undefined' && 'randomUUID' in crypto ? crypto.randomUUID().replace(/-/g, '').slice(0, 16) : Math.random().toString(36).slice(2, 18);
+  return `${prefix}-${rnd}`;
+}

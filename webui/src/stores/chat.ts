@@ -1,0 +1,295 @@
+/**
+ * Per-conversation chat state fed by the gateway stream: history, the live reply, tool
+ * runtimes, the queue and errors; plus the actions that start, stop and steer runs. Open
+ * conversations are re-subscribed with their last seq after every reconnect, so the server
+ * replays what was missed (or sends a snapshot).
+ */
+import { defineStore } from 'pinia';
+import { computed, reactive, ref } from 'vue';
+import type { ContentBlock, ExecutionMode, LifecycleEvent, Message } from '../../../plugin-api.js';
+import type { Attachment, ConversationSummary, ServerMessage } from '../../../plugins/gateway/protocol.js';
+import { client } from '../api/client.js';
+import { applyEvent, applySnapshot, emptyState, type ConversationState } from '../lib/conversation-state.js';
+import { newId } from '../lib/format.js';
+import { parseFileBlock, userText } from '../lib/transcript.js';
+import { useConversationsStore } from './conversations.js';
+
+/** Key of the state shown before the first message creates a conversation. */
+export const DRAFT = '__draft__';
+const STREAM_TYPES = ['token', 'thinking', 'tool', 'done', 'error', 'event'] as const;
+const PREFS_KEY = 'liveagent.composer';
+
+export interface SendInput {
+  text: string;
+  attachments?: Attachment[];
+}
+
+interface Prefs {
+  mode: ExecutionMode | null;
+  provider: string | null;
+  model: string | null;
+  workdir: string;
+}
+
+function loadPrefs(): Prefs {
+  try {
+    const p = JSON.parse(localStorage.getItem(PREFS_KEY) ?? '{}') as Partial<Prefs>;
+    return { mode: p.mode ?? null, provider: p.provider ?? null, model: p.model ?? null, workdir: p.workdir ?? '' };
+  } catch {
+    return { mode: null, provider: null, model: null, workdir: '' };
+  }
+}
+
+/** The content blocks a message will have, for the optimistic bubble. */
+function blocksOf(input: SendInput): ContentBlock[] {
+  const blocks: ContentBlock[] = [];
+  if (input.text.trim()) blocks.push({ type: 'text', text: input.text });
+  for (const a of input.attachments ?? []) {
+    if (a.mimeType.startsWith('image/')) blocks.push({ type: 'image', mimeType: a.mimeType, data: a.data });
+    else blocks.push({ type: 'text', text: `<file name="${a.name}">\n${a.encoding === 'utf8' ? a.data : ''}\n</file>` });
+  }
+  return blocks;
+}
+
+/** Attachments to resend an existing user message with (its images and attached text files). */
+export function attachmentsOf(m: Message): Attachment[] {
+  return m.content.flatMap((b, i): Attachment[] => {
+    if (b.type === 'image' && b.data) return [{ name: `image-${i + 1}.${b.mimeType.split('/')[1] ?? 'png'}`, mimeType: b.mimeType, data: b.data, encoding: 'base64' }];
+    const file = b.type === 'text' ? parseFileBlock(b.text) : null;
+    return file ? [{ name: file.name, mimeType: 'text/plain', data: file.content, encoding: 'utf8' }] : [];
+  });
+}
+
+export const useChatStore = defineStore('chat', () => {
+  const states = reactive<Record<string, ConversationState>>({});
+  const subscribed = new Set<string>();
+  const prefs = reactive<Prefs>(loadPrefs());
+  const sendError = ref<string | null>(null);
+  /** A user message the composer asked to edit (Up in an empty box); the message component takes it. */
+  const editRequest = ref<string | null>(null);
+  const conversations = useConversationsStore();
+
+  const currentKey = computed(() => conversations.currentId ?? DRAFT);
+  const current = computed(() => state(currentKey.value));
+
+  function state(id: string): ConversationState {
+    // Read back through the reactive record: the object assigned is the raw one, not its proxy.
+    if (!states[id]) states[id] = emptyState(id);
+    return states[id]!;
+  }
+
+  function savePrefs(): void {
+    try {
+      localStorage.setItem(PREFS_KEY, JSON.stringify(prefs));
+    } catch {
+      // storage unavailable: selections last for this page only
+    }
+  }
+
+  function onStream(m: Extract<ServerMessage, { event: LifecycleEvent }>): void {
+    const s = state(m.conversationId);
+    const ev = m.event;
+    const wasRunning = s.running;
+    applyEvent(s, ev);
+    if (ev.type === 'agent_start' && ev.userMessage && s.queue.length) {
+      // A queued item that started leaves the queue. The server's `queue` message says so too,
+      // but that message is not replayed after a reconnect, so infer it from the run itself.
+      const text = userText(ev.userMessage);
+      const at = s.queue.findIndex((q) => q.text === text);
+      if (at >= 0) s.queue = s.queue.filter((_, i) => i !== at);
+    }
+    if (ev.type === 'agent_start' && !wasRunning) {
+      if (!conversations.items.some((c) => c.id === m.conversationId)) {
+        conversations.upsert({ id: m.conversationId, title: null, createdAt: ev.ts, updatedAt: ev.ts, running: true });
+      }
+      conversations.setRunning(m.conversationId, true);
+    } else if (ev.type === 'agent_end') {
+      conversations.setRunning(m.conversationId, false);
+    }
+  }
+
+  function init(): void {
+    const c = client();
+    for (const t of STREAM_TYPES) c.on(t, (m) => onStream(m as Extract<ServerMessage, { event: LifecycleEvent }>));
+    c.on('snapshot', (m) => {
+      applySnapshot(state(m.conversationId), m);
+      if (m.conversation) conversations.upsert(m.conversation);
+      conversations.setRunning(m.conversationId, m.running);
+    });
+    c.on('queue', (m) => (state(m.conversationId).queue = m.items));
+    c.on('conversations', (m) => reconcile(m.items));
+    // A queued message that failed to start is reported as a reply nobody asked for.
+    c.onOrphanReply((r) => {
+      if (r.ok || !r.id.startsWith('queue:')) return;
+      const itemId = r.id.slice('queue:'.length);
+      const owner = Object.values(states).find((x) => x.queue.some((q) => q.itemId === itemId)) ?? current.value;
+      owner.error = { code: 'usage', message: `A queued message could not start: ${r.error.message}` };
+    });
+    c.onStatus((s) => {
+      if (s.state !== 'open') return;
+      for (const id of subscribed) sendSubscribe(id);
+    });
+  }
+
+  function sendSubscribe(id: string): void {
+    const s = state(id);
+    client()
+      .request({ type: 'subscribe', conversationId: id, ...(s.loaded ? { lastSeq: s.lastSeq } : {}) })
+      .then(() => {
+        if (!s.loaded) return load(id);
+        // A replay carries events, not truncations: check the stored count once more.
+        const summary = conversations.items.find((c) => c.id === id);
+        if (summary) reconcile([summary]);
+      })
+      .catch((err: Error) => {
+        s.error = { code: 'usage', message: err.message };
+      });
+  }
+
+  /** Follow a conversation (idempotent). */
+  function subscribe(id: string): void {
+    if (subscribed.has(id)) return;
+    subscribed.add(id);
+    if (client().status.state === 'open') sendSubscribe(id);
+  }
+
+  /**
+   * Stop following a conversation we left, unless it is running (its reply keeps streaming in
+   * the background). Its state stays: coming back subscribes with its last seq.
+   */
+  function leave(id: string): void {
+    const s = states[id];
+    if (!subscribed.has(id) || s?.running || s?.pendingUser) return;
+    subscribed.delete(id);
+    if (client().status.state === 'open') client().send({ type: 'unsubscribe', conversationId: id });
+  }
+
+  /** Forget a deleted conversation. */
+  function forget(id: string): void {
+    subscribed.delete(id);
+    delete states[id];
+  }
+
+  /** Ask for a snapshot (the gateway answers conversations.load with a `snapshot` message). */
+  async function load(id: string): Promise<void> {
+    await client().request({ type: 'conversations.load', conversationId: id });
+  }
+
+  /**
+   * Another client may have changed history behind our back (edit and resend truncates it, and
+   * no event says so). The list carries each conversation's stored message count: when an idle
+   * conversation we follow disagrees, reload it.
+   */
+  function reconcile(items: ConversationSummary[]): void {
+    for (const c of items) {
+      const s = states[c.id];
+      if (!s || !subscribed.has(c.id) || !s.loaded || s.running || c.running || typeof c.messageCount !== 'number') continue;
+      if (c.messageCount !== s.messages.length) void load(c.id).catch(() => undefined);
+    }
+  }
+
+  function runFields() {
+    return {
+      ...(prefs.mode ? { mode: prefs.mode } : {}),
+      ...(prefs.provider ? { provider: prefs.provider } : {}),
+      ...(prefs.provider && prefs.model ? { model: prefs.model } : {}),
+      ...(prefs.workdir.trim() ? { workdir: prefs.workdir.trim() } : {}),
+    };
+  }
+
+  /** Send a message (queued by the server when a run is active). Throws when the server refuses. */
+  async function send(input: SendInput): Promise<void> {
+    sendError.value = null;
+    const id = conversations.currentId;
+    const s = state(id ?? DRAFT);
+    const clientRequestId = newId('req');
+    const optimistic = !s.running;
+    if (optimistic) s.pendingUser = { id: `pending-${clientRequestId}`, role: 'user', content: blocksOf(input), createdAt: Date.now(), meta: { pending: true } };
+    s.error = null;
+    try {
+      const data = await client().request<{ conversationId?: string } | undefined>({
+        type: 'chat_queue',
+        item: { action: 'send', clientRequestId, text: input.text, ...(input.attachments?.length ? { attachments: input.attachments } : {}), ...runFields(), ...(id ? { conversationId: id } : {}) },
+      });
+      if (!id) adoptDraft(data?.conversationId);
+    } catch (err) {
+      if (s.pendingUser?.id === `pending-${clientRequestId}`) s.pendingUser = null;
+      sendError.value = (err as Error).message;
+      throw err;
+    }
+  }
+
+  /** The draft became a real conversation: move its optimistic state over and follow it. */
+  function adoptDraft(newIdValue: string | undefined): void {
+    if (!newIdValue) return;
+    const draft = state(DRAFT);
+    const target = state(newIdValue);
+    if (draft.pendingUser && !target.messages.some((m) => m.role === 'user')) target.pendingUser = draft.pendingUser;
+    states[DRAFT] = emptyState(DRAFT);
+    if (!conversations.items.some((c) => c.id === newIdValue)) {
+      conversations.upsert({ id: newIdValue, title: null, createdAt: Date.now(), updatedAt: Date.now(), running: true });
+    }
+    if (conversations.currentId === null) conversations.open(newIdValue);
+    // Events that arrived before the reply already count as loaded history.
+    if (target.lastSeq > 0) target.loaded = true;
+    subscribe(newIdValue);
+  }
+
+  function stop(id = conversations.currentId): void {
+    if (!id) return;
+    client().send({ type: 'chat_queue', item: { action: 'stop', conversationId: id } });
+  }
+
+  /** Truncate at a user message and send `input` in its place. */
+  async function editResend(id: string, messageId: string, input: SendInput): Promise<void> {
+    const s = state(id);
+    const at = s.messages.findIndex((m) => m.id === messageId);
+    const clientRequestId = newId('req');
+    const before = s.messages;
+    if (at >= 0) s.messages = s.messages.slice(0, at);
+    s.pendingUser = { id: `pending-${clientRequestId}`, role: 'user', content: blocksOf(input), createdAt: Date.now(), meta: { pending: true } };
+    s.error = null;
+    s.editedFiles = null;
+    try {
+      await client().request({
+        type: 'chat_queue',
+        item: { action: 'edit_resend', conversationId: id, messageId, clientRequestId, text: input.text, ...(input.attachments?.length ? { attachments: input.attachments } : {}), ...runFields() },
+      });
+    } catch (err) {
+      s.messages = before;
+      s.pendingUser = null;
+      s.error = { code: 'usage', message: (err as Error).message };
+      throw err;
+    }
+  }
+
+  /** Run the last user message again (after an error). */
+  async function retry(id: string): Promise<void> {
+    const s = state(id);
+    const last = [...s.messages].reverse().find((m) => m.role === 'user');
+    if (!last) return;
+    await editResend(id, last.id, { text: userText(last), attachments: attachmentsOf(last) });
+  }
+
+  function queueAction(item: { action: 'queue_remove' | 'queue_send_now'; itemId: string } | { action: 'queue_edit'; itemId: string; text: string } | { action: 'queue_reorder'; itemIds: string[] }): Promise<unknown> {
+    const id = conversations.currentId;
+    if (!id) return Promise.resolve();
+    const s = state(id);
+    // Show the change at once; the server's `queue` broadcast is the truth and overwrites it.
+    if (item.action === 'queue_remove') s.queue = s.queue.filter((q) => q.itemId !== item.itemId);
+    if (item.action === 'queue_edit') s.queue = s.queue.map((q) => (q.itemId === item.itemId ? { ...q, text: item.text } : q));
+    if (item.action === 'queue_reorder') s.queue = item.itemIds.map((x) => s.queue.find((q) => q.itemId === x)!).filter(Boolean);
+    return client().request({ type: 'chat_queue', item: { ...item, conversationId: id } as never });
+  }
+
+  /** A title for display: the stored one, else the first thing the user said, else a placeholder. */
+  function titleOf(id: string | null, stored: string | null | undefined): string {
+    if (stored) return stored;
+    const s = id ? states[id] : undefined;
+    const first = s?.messages.find((m) => m.role === 'user') ?? s?.pendingUser;
+    const text = first ? userText(first).trim().split('\n')[0] : '';
+    return text ? (text.length > 60 ? `${text.slice(0, 57)}…` : text) : 'New conversation';
+  }
+
+  return { states, prefs, titleOf, editRequest, sendError, current, currentKey, state, init, subscribe, leave, forget, send, stop, editResend, retry, queueAction, savePrefs };
+});

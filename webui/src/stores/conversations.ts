@@ -1,0 +1,157 @@
+/**
+ * The conversation list (search, rename, delete) and which conversation is open. The open
+ * conversation is mirrored in the URL hash (`#/c/<id>`) so a reload comes back to it.
+ */
+import { defineStore } from 'pinia';
+import { computed, ref } from 'vue';
+import type { ConversationSummary } from '../../../plugins/gateway/protocol.js';
+import { client } from '../api/client.js';
+
+export type View = 'chat' | 'settings';
+
+function readRoute(): { view: View; id: string | null } {
+  const h = location.hash.replace(/^#\/?/, '');
+  if (h === 'settings') return { view: 'settings', id: null };
+  const m = /^c\/([A-Za-z0-9_-]{1,128})$/.exec(h);
+  return { view: 'chat', id: m ? m[1]! : null };
+}
+
+function writeRoute(view: View, id: string | null): void {
+  const hash = view === 'settings' ? '#/settings' : id ? `#/c/${id}` : '#/';
+  if (location.hash !== hash) history.replaceState(history.state, '', location.pathname + location.search + hash);
+}
+
+function listFrom(data: unknown): ConversationSummary[] | null {
+  if (Array.isArray(data)) return data as ConversationSummary[];
+  if (data && typeof data === 'object') {
+    const d = data as { items?: unknown; conversations?: unknown };
+    if (Array.isArray(d.items)) return d.items as ConversationSummary[];
+    if (Array.isArray(d.conversations)) return d.conversations as ConversationSummary[];
+  }
+  return null;
+}
+
+export const useConversationsStore = defineStore('conversations', () => {
+  const initial = readRoute();
+  const items = ref<ConversationSummary[]>([]);
+  const search = ref('');
+  const searchResults = ref<ConversationSummary[] | null>(null);
+  const currentId = ref<string | null>(initial.id);
+  const view = ref<View>(initial.view);
+  const loaded = ref(false);
+  const error = ref<string | null>(null);
+  let searchSeq = 0;
+  // The gateway answers every conversations.list, searches included, with a `conversations`
+  // message as well as the reply. While a search is in flight such a message is its echo (a
+  // filtered list), not the full list: it is skipped and the full list fetched afterwards.
+  let searchesInFlight = 0;
+  let skippedWhileSearching = false;
+
+  const visible = computed(() => {
+    const list = search.value.trim() ? (searchResults.value ?? filterLocal(items.value, search.value)) : items.value;
+    return [...list].sort((a, b) => b.updatedAt - a.updatedAt);
+  });
+  const current = computed(() => items.value.find((c) => c.id === currentId.value) ?? null);
+
+  function filterLocal(list: ConversationSummary[], q: string): ConversationSummary[] {
+    const needle = q.trim().toLowerCase();
+    return list.filter((c) => (c.title ?? 'Untitled').toLowerCase().includes(needle));
+  }
+
+  function init(): void {
+    client().on('conversations', (m) => {
+      if (searchesInFlight > 0) {
+        skippedWhileSearching = true;
+        return;
+      }
+      items.value = m.items;
+      loaded.value = true;
+    });
+  }
+
+  async function refresh(): Promise<void> {
+    try {
+      const data = await client().request({ type: 'conversations.list' });
+      const list = listFrom(data);
+      if (list) items.value = list;
+      loaded.value = true;
+      error.value = null;
+    } catch (err) {
+      error.value = (err as Error).message;
+    }
+  }
+
+  /** Server-side search (titles and message text, as the server supports); local title filter meanwhile. */
+  async function runSearch(): Promise<void> {
+    const q = search.value.trim();
+    const mine = ++searchSeq;
+    if (!q) {
+      searchResults.value = null;
+      return;
+    }
+    searchesInFlight++;
+    try {
+      const list = listFrom(await client().request({ type: 'conversations.list', search: q }));
+      if (mine === searchSeq) searchResults.value = list;
+    } catch {
+      if (mine === searchSeq) searchResults.value = null;
+    } finally {
+      searchesInFlight--;
+      if (searchesInFlight === 0 && skippedWhileSearching) {
+        skippedWhileSearching = false;
+        void refresh();
+      }
+    }
+  }
+
+  function setSearch(q: string): void {
+    search.value = q;
+    void runSearch();
+  }
+
+  function open(id: string | null): void {
+    currentId.value = id;
+    view.value = 'chat';
+    writeRoute('chat', id);
+  }
+
+  function showSettings(show = true): void {
+    view.value = show ? 'settings' : 'chat';
+    writeRoute(view.value, currentId.value);
+  }
+
+  /** Put a conversation the server just created at the top of the list until the server's list says more. */
+  function upsert(summary: ConversationSummary): void {
+    const at = items.value.findIndex((c) => c.id === summary.id);
+    if (at >= 0) items.value[at] = { ...items.value[at], ...summary };
+    else items.value.unshift(summary);
+  }
+
+  function setRunning(id: string, running: boolean): void {
+    const c = items.value.find((x) => x.id === id);
+    if (c && c.running !== running) c.running = running;
+  }
+
+  async function rename(id: string, title: string): Promise<void> {
+    const t = title.trim();
+    if (!t) return;
+    const c = items.value.find((x) => x.id === id);
+    const before = c?.title ?? null;
+    if (c) c.title = t;
+    try {
+      await client().request({ type: 'conversations.rename', conversationId: id, title: t });
+    } catch (err) {
+      if (c) c.title = before;
+      throw err;
+    }
+  }
+
+  async function remove(id: string): Promise<void> {
+    await client().request({ type: 'conversations.delete', conversationId: id });
+    items.value = items.value.filter((c) => c.id !== id);
+    if (searchResults.value) searchResults.value = searchResults.value.filter((c) => c.id !== id);
+    if (currentId.value === id) open(null);
+  }
+
+  return { items, search, visible, current, currentId, view, loaded, error, init, refresh, setSearch, open, showSettings, upsert, setRunning, rename, remove };
+});
