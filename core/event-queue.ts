@@ -25,12 +25,24 @@ export class EventLog<T> implements AsyncIterable<T> {
     for (const fn of w) fn();
   }
 
-  async *[Symbol.asyncIterator](): AsyncIterator<T> {
+  /**
+   * A hand-written iterator rather than an async generator: when events are already waiting,
+   * `next()` returns a resolved promise at once, which saves the generator's extra promise
+   * hops on every streamed delta.
+   */
+  [Symbol.asyncIterator](): AsyncIterator<T> {
     let i = 0;
-    for (;;) {
-      while (i < this.items.length) yield this.items[i++]!;
-      if (this.closed) return;
-      await new Promise<void>((r) => this.waiters.push(r));
-    }
+    const next = (): Promise<IteratorResult<T>> => {
+      if (i < this.items.length) return Promise.resolve({ value: this.items[i++]!, done: false });
+      if (this.closed) return Promise.resolve({ value: undefined, done: true });
+      return new Promise<void>((r) => this.waiters.push(r)).then(next);
+    };
+    return {
+      next,
+      return: () => {
+        i = Number.POSITIVE_INFINITY;
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
   }
 }

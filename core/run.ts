@@ -12,6 +12,7 @@ import type {
   LifecycleEvent,
   Logger,
   Message,
+  MessageDelta,
   Provider,
   ProviderErrorInfo,
   ProviderEvent,
@@ -95,7 +96,18 @@ export class Run implements RunHandle {
   }
 
   private emit(e: EventInput): void {
-    const ev = { ...e, conversationId: this.conversationId, runId: this.runId, seq: ++this.opts.session.lastSeq, ts: Date.now() } as LifecycleEvent;
+    this.dispatch({ ...e, conversationId: this.conversationId, runId: this.runId, seq: ++this.opts.session.lastSeq, ts: Date.now() } as LifecycleEvent);
+  }
+
+  /**
+   * The hot path: one message_update per streamed delta. Built as one literal of a fixed shape
+   * (no spread), which keeps V8 on a single hidden class for the most frequent event.
+   */
+  private emitDelta(messageId: string, delta: MessageDelta): void {
+    this.dispatch({ type: 'message_update', messageId, delta, conversationId: this.conversationId, runId: this.runId, seq: ++this.opts.session.lastSeq, ts: Date.now() });
+  }
+
+  private dispatch(ev: LifecycleEvent): void {
     this.log.push(ev);
     if (this.deps.hooks.event.isUsed()) this.deps.hooks.event.call(ev);
     this.deps.publish(ev);
@@ -391,22 +403,22 @@ export class Run implements RunHandle {
     const messageId = asm.messageId;
     switch (ev.type) {
       case 'text_delta':
-        this.emit({ type: 'message_update', messageId, delta: { kind: 'text', index: ev.index, text: ev.text } });
+        this.emitDelta(messageId, { kind: 'text', index: ev.index, text: ev.text });
         break;
       case 'thinking_delta':
-        this.emit({ type: 'message_update', messageId, delta: { kind: 'thinking', index: ev.index, text: ev.text } });
+        this.emitDelta(messageId, { kind: 'thinking', index: ev.index, text: ev.text });
         break;
       case 'block_start':
         if (ev.block.type === 'tool_call' && !this.hidden(ev.block.name))
-          this.emit({ type: 'message_update', messageId, delta: { kind: 'tool_call_start', index: ev.index, id: ev.block.id, name: ev.block.name } });
+          this.emitDelta(messageId, { kind: 'tool_call_start', index: ev.index, id: ev.block.id, name: ev.block.name });
         break;
       case 'tool_input_delta': {
         const name = asm.toolNameAt(ev.index);
-        if (!name || !this.hidden(name)) this.emit({ type: 'message_update', messageId, delta: { kind: 'tool_input', index: ev.index, json: ev.json } });
+        if (!name || !this.hidden(name)) this.emitDelta(messageId, { kind: 'tool_input', index: ev.index, json: ev.json });
         break;
       }
       case 'block_end':
-        if (ev.block.type !== 'tool_call' || !this.hidden(ev.block.name)) this.emit({ type: 'message_update', messageId, delta: { kind: 'block', index: ev.index, block: ev.block } });
+        if (ev.block.type !== 'tool_call' || !this.hidden(ev.block.name)) this.emitDelta(messageId, { kind: 'block', index: ev.index, block: ev.block });
         break;
     }
   }
