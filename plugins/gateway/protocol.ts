@@ -150,3 +150,43 @@ export function parseClientMessage(text: string): { ok: true; message: ClientMes
   const rid = raw && typeof raw === 'object' && typeof (raw as { id?: unknown }).id === 'string' ? (raw as { id: string }).id : undefined;
   return { ok: false, error: `${issue.path.join('.') || 'message'}: ${issue.message}`, ...(rid ? { id: rid } : {}) };
 }
+
+// Server → client validation. Lifecycle events and messages are checked loosely (their kernel
+// types are the contract); the envelope is checked strictly so a client can trust `type`/`seq`.
+const EventSchema = z.looseObject({ type: z.string(), conversationId: z.string(), runId: z.string(), seq: z.number().int().min(1), ts: z.number() });
+const MessageSchema = z.looseObject({ id: z.string(), role: z.enum(['user', 'assistant', 'tool']), content: z.array(z.looseObject({ type: z.string() })), createdAt: z.number() });
+const SummarySchema = z.looseObject({ id: z.string(), title: z.string().nullable(), createdAt: z.number(), updatedAt: z.number() });
+const ErrorBody = z.object({ code: z.string(), message: z.string() });
+
+/** Every server → client message, for clients that validate what they receive. */
+export const ServerMessageSchema = z.union([
+  z.object({ type: z.literal('hello'), protocol: z.number(), server: z.string() }),
+  z.object({ type: z.enum(['token', 'thinking', 'tool', 'done', 'error', 'event']), conversationId: z.string(), seq: z.number().int().min(1), phase: z.enum(['start', 'update', 'end']).optional(), event: EventSchema }),
+  z.object({ type: z.literal('snapshot'), conversationId: z.string(), lastSeq: z.number().int().min(0), conversation: SummarySchema.nullable(), messages: z.array(MessageSchema), running: z.boolean(), partial: MessageSchema.optional(), pending: z.array(EventSchema).optional() }),
+  z.object({ type: z.literal('queue'), conversationId: z.string(), items: z.array(z.looseObject({ itemId: z.string(), text: z.string(), clientRequestId: z.string(), createdAt: z.number() })) }),
+  z.object({ type: z.literal('conversations'), items: z.array(SummarySchema) }),
+  z.object({ type: z.literal('settings'), settings: z.record(z.string(), z.unknown()) }),
+  z.object({ type: z.literal('reply'), id: z.string(), ok: z.literal(true), data: z.unknown().optional() }),
+  z.object({ type: z.literal('reply'), id: z.string(), ok: z.literal(false), error: ErrorBody }),
+]);
+
+/** Parse a server frame (one message or an array of them); the error names the bad field. */
+export function parseServerFrame(text: string): { ok: true; messages: ServerMessage[] } | { ok: false; error: string } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { ok: false, error: 'frame is not valid JSON' };
+  }
+  const list = Array.isArray(raw) ? raw : [raw];
+  const out: ServerMessage[] = [];
+  for (let i = 0; i < list.length; i++) {
+    const r = ServerMessageSchema.safeParse(list[i]);
+    if (!r.success) {
+      const issue = r.error.issues[0]!;
+      return { ok: false, error: `message ${i}: ${issue.path.join('.') || 'message'}: ${issue.message}` };
+    }
+    out.push(list[i] as ServerMessage);
+  }
+  return { ok: true, messages: out };
+}

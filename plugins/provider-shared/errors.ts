@@ -50,7 +50,8 @@ export function toProviderError(err: unknown, partial = false): ProviderErrorInf
   if (err instanceof SyntaxError) return { code: 'malformed', message: `malformed stream data: ${message}`, retryable: false };
   if (typeof e?.status === 'number') {
     const c = classifyStatus(e.status, `${message} ${safeJson(e.error)}`);
-    const info: ProviderErrorInfo = { ...c, status: e.status, message: `${e.status} ${message}` };
+    // SDK messages often start with the status already ("401 Incorrect API key"); do not say it twice.
+    const info: ProviderErrorInfo = { ...c, status: e.status, message: message.startsWith(String(e.status)) ? message : `${e.status} ${message}` };
     const ra = retryAfterMs(e.headers);
     if (ra !== undefined) info.retryAfterMs = ra;
     return info;

@@ -1,0 +1,327 @@
+/**
+ * `chat_queue` items: start, stop and steer runs. Runs belong to the runtime, not to a socket:
+ * a client that disconnects leaves its run going. A message sent while a run is active waits in
+ * that conversation's visible queue (remove, reorder, edit, send now); when the run ends the next
+ * item starts. A clientRequestId seen before is answered with the earlier outcome, so a send
+ * repeated after a reconnect never runs twice.
+ */
+import type { Logger, RunHandle, RunOptions, RuntimeApi, RuntimeErrorInfo, LifecycleEvent } from '../../plugin-api.js';
+import { AttachmentError, toInputBlocks } from './attachments.js';
+import type { GatewayClient } from './client.js';
+import type { GatewayHistory } from './history.js';
+import type { ChatQueueItem, QueuedItem, ServerMessage } from './protocol.js';
+
+/** An error answered to the client as `{ code, message }`. */
+export class ReplyError extends Error {
+  constructor(readonly code: string, message: string) {
+    super(message);
+  }
+}
+
+export interface ChatDeps {
+  runtime: RuntimeApi;
+  history: GatewayHistory;
+  logger: Logger;
+  /** Subscribe a client to a conversation's live events from now on. */
+  follow(client: GatewayClient, conversationId: string): void;
+  /** Send to every subscriber of a conversation. */
+  notify(conversationId: string, message: ServerMessage): void;
+  /** Whether the gateway saw events of this conversation in this process. */
+  seen(conversationId: string): boolean;
+  service<T>(key: string): T | undefined;
+}
+
+interface RequestRecord {
+  conversationId: string;
+  runId?: string;
+  itemId?: string;
+  error?: RuntimeErrorInfo;
+}
+
+interface AskUserQuestionService {
+  answer(a: { toolCallId: string; conversationId: string; requestJson: string }): unknown;
+}
+
+type SendItem = Extract<ChatQueueItem, { action: 'send' }>;
+type EditItem = Extract<ChatQueueItem, { action: 'edit_resend' }>;
+
+const MAX_REQUESTS = 2000;
+const MAX_QUEUE = 100;
+
+let itemCounter = 0;
+
+export class ChatRuns {
+  private queues = new Map<string, QueuedItem[]>();
+  private requests = new Map<string, RequestRecord>();
+  private started = new Set<string>();
+  private startWaiters = new Map<string, () => void>();
+  private pumping = new WeakSet<RunHandle>();
+
+  constructor(private readonly d: ChatDeps) {}
+
+  /** Called for every lifecycle event (before fan-out): notes which runs have started. */
+  observe(e: LifecycleEvent): void {
+    if (e.type !== 'agent_start') return;
+    this.started.add(e.runId);
+    if (this.started.size > MAX_REQUESTS) this.started.delete(this.started.values().next().value!);
+    const w = this.startWaiters.get(e.runId);
+    if (w) {
+      this.startWaiters.delete(e.runId);
+      w();
+    }
+  }
+
+  queueOf(conversationId: string): QueuedItem[] {
+    return this.queues.get(conversationId) ?? [];
+  }
+
+  /** Queue state as clients see it: attachment bytes are not echoed back. */
+  queueView(conversationId: string): QueuedItem[] {
+    return this.queueOf(conversationId).map((i) => (i.attachments ? { ...i, attachments: i.attachments.map((a) => ({ ...a, data: '' })) } : { ...i }));
+  }
+
+  async handle(client: GatewayClient, item: ChatQueueItem): Promise<unknown> {
+    switch (item.action) {
+      case 'send':
+        return this.send(client, item);
+      case 'edit_resend':
+        return this.editResend(client, item);
+      case 'stop': {
+        const run = this.d.runtime.activeRun(item.conversationId);
+        run?.abort('stopped by the user');
+        return { conversationId: item.conversationId, stopped: !!run };
+      }
+      case 'tool_answer':
+        return this.toolAnswer(item);
+      case 'queue_remove': {
+        const q = this.queueOf(item.conversationId);
+        const at = this.indexOf(q, item.conversationId, item.itemId);
+        q.splice(at, 1);
+        this.changed(item.conversationId);
+        return { conversationId: item.conversationId };
+      }
+      case 'queue_reorder': {
+        const q = this.queueOf(item.conversationId);
+        const picked = item.itemIds.map((id) => q[this.indexOf(q, item.conversationId, id)]!);
+        if (new Set(picked).size !== picked.length) throw new ReplyError('bad_request', 'itemIds: an item is listed twice');
+        const rest = q.filter((i) => !picked.includes(i));
+        q.splice(0, q.length, ...picked, ...rest);
+        this.changed(item.conversationId);
+        return { conversationId: item.conversationId };
+      }
+      case 'queue_edit': {
+        const q = this.queueOf(item.conversationId);
+        const entry = q[this.indexOf(q, item.conversationId, item.itemId)]!;
+        this.inputOf(item.text, entry.attachments); // still a valid message?
+        entry.text = item.text;
+        this.changed(item.conversationId);
+        return { conversationId: item.conversationId };
+      }
+      case 'queue_send_now': {
+        const q = this.queueOf(item.conversationId);
+        const [entry] = q.splice(this.indexOf(q, item.conversationId, item.itemId), 1);
+        q.unshift(entry!);
+        this.changed(item.conversationId);
+        const run = this.d.runtime.activeRun(item.conversationId);
+        // The run ends (aborted, with its own done), then pump() starts this item first.
+        if (run) run.abort('interrupted by a queued message');
+        else this.pump(item.conversationId);
+        return { conversationId: item.conversationId, interrupted: !!run };
+      }
+    }
+  }
+
+  private indexOf(q: QueuedItem[], conversationId: string, itemId: string): number {
+    const at = q.findIndex((i) => i.itemId === itemId);
+    if (at < 0) throw new ReplyError('not_found', `item "${itemId}" is not queued in conversation "${conversationId}"`);
+    return at;
+  }
+
+  private inputOf(text: string, attachments: QueuedItem['attachments']) {
+    try {
+      return toInputBlocks(text, attachments);
+    } catch (err) {
+      if (err instanceof AttachmentError) throw new ReplyError('bad_request', err.message);
+      throw err;
+    }
+  }
+
+  private duplicate(client: GatewayClient, clientRequestId: string): unknown {
+    const rec = this.requests.get(clientRequestId);
+    if (!rec) return undefined;
+    this.d.follow(client, rec.conversationId);
+    if (rec.error) throw new ReplyError(rec.error.code, rec.error.message);
+    return { conversationId: rec.conversationId, ...(rec.runId ? { runId: rec.runId } : {}), ...(rec.itemId && !rec.runId ? { queued: true, itemId: rec.itemId } : {}), duplicate: true };
+  }
+
+  private remember(clientRequestId: string, rec: RequestRecord): void {
+    this.requests.delete(clientRequestId);
+    this.requests.set(clientRequestId, rec);
+    if (this.requests.size > MAX_REQUESTS) this.requests.delete(this.requests.keys().next().value!);
+  }
+
+  private checkProvider(provider: string | undefined): void {
+    if (provider && !this.d.runtime.provider(provider)) {
+      const known = this.d.runtime.providers().map((p) => p.id).join(', ') || 'none loaded';
+      throw new ReplyError('usage', `unknown provider "${provider}" (known: ${known})`);
+    }
+  }
+
+  private async known(conversationId: string): Promise<boolean> {
+    return !!this.d.runtime.activeRun(conversationId) || this.d.seen(conversationId) || (await this.d.history.exists(conversationId));
+  }
+
+  private async send(client: GatewayClient, item: SendItem): Promise<unknown> {
+    const dup = this.duplicate(client, item.clientRequestId);
+    if (dup) return dup;
+    const input = this.inputOf(item.text, item.attachments);
+    this.checkProvider(item.provider);
+    const conversationId = item.conversationId;
+    if (conversationId) {
+      if (!(await this.known(conversationId))) throw new ReplyError('not_found', `unknown conversation "${conversationId}"`);
+      const again = this.duplicate(client, item.clientRequestId); // a twin may have landed during the await
+      if (again) return again;
+      if (this.d.runtime.activeRun(conversationId) || this.queueOf(conversationId).length > 0) {
+        const q = this.queues.get(conversationId) ?? [];
+        if (q.length >= MAX_QUEUE) throw new ReplyError('conflict', `the queue of conversation "${conversationId}" is full (${MAX_QUEUE} messages)`);
+        const queued: QueuedItem = {
+          itemId: `q_${Date.now().toString(36)}_${++itemCounter}`,
+          text: item.text,
+          ...(item.attachments ? { attachments: item.attachments } : {}),
+          ...(item.mode ? { mode: item.mode } : {}),
+          ...(item.provider ? { provider: item.provider } : {}),
+          ...(item.model ? { model: item.model } : {}),
+          ...(item.workdir ? { workdir: item.workdir } : {}),
+          clientRequestId: item.clientRequestId,
+          createdAt: Date.now(),
+        };
+        q.push(queued);
+        this.queues.set(conversationId, q);
+        this.remember(item.clientRequestId, { conversationId, itemId: queued.itemId });
+        this.d.follow(client, conversationId);
+        this.changed(conversationId);
+        this.pump(conversationId);
+        return { conversationId, queued: true, itemId: queued.itemId };
+      }
+    }
+    return this.start(client, { ...runFields(item), input, ...(conversationId ? { conversationId } : {}), clientRequestId: item.clientRequestId });
+  }
+
+  private async editResend(client: GatewayClient, item: EditItem): Promise<unknown> {
+    const dup = this.duplicate(client, item.clientRequestId);
+    if (dup) return dup;
+    const input = this.inputOf(item.text, item.attachments);
+    this.checkProvider(item.provider);
+    if (this.d.runtime.activeRun(item.conversationId) || this.queueOf(item.conversationId).length > 0) {
+      throw new ReplyError('conflict', `conversation "${item.conversationId}" has a run in progress: stop it before editing a message`);
+    }
+    if (!(await this.known(item.conversationId))) throw new ReplyError('not_found', `unknown conversation "${item.conversationId}"`);
+    return this.start(client, { ...runFields(item), input, conversationId: item.conversationId, truncateFromMessageId: item.messageId, clientRequestId: item.clientRequestId });
+  }
+
+  private async start(client: GatewayClient | undefined, options: RunOptions & { clientRequestId: string }): Promise<unknown> {
+    let handle: RunHandle;
+    try {
+      handle = this.d.runtime.startRun(options);
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      throw new ReplyError(typeof code === 'string' ? code : 'internal', (err as Error).message);
+    }
+    const rec: RequestRecord = { conversationId: handle.conversationId, runId: handle.runId };
+    this.remember(options.clientRequestId, rec);
+    if (options.truncateFromMessageId) this.d.history.noteTruncation(handle.runId, options.truncateFromMessageId);
+    if (client) this.d.follow(client, handle.conversationId);
+    const failure = await this.startedOrFailed(handle);
+    if (failure) {
+      this.d.history.forgetTruncation(handle.runId);
+      rec.error = failure;
+      throw new ReplyError(failure.code, failure.message);
+    }
+    return { conversationId: handle.conversationId, runId: handle.runId };
+  }
+
+  /**
+   * Wait until the run emitted agent_start, or ended without starting (unknown conversation or
+   * message, a storage failure): such a run emits no events, so the error must go in the reply.
+   */
+  private startedOrFailed(handle: RunHandle): Promise<RuntimeErrorInfo | undefined> {
+    if (this.started.has(handle.runId)) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      this.startWaiters.set(handle.runId, () => resolve(undefined));
+      void handle.result.then((r) => {
+        if (!this.startWaiters.delete(handle.runId)) return;
+        resolve(this.started.has(handle.runId) || r.status !== 'error' ? undefined : (r.error ?? { code: 'internal', message: 'the run failed to start' }));
+      });
+    });
+  }
+
+  /** Start the next queued item once the conversation is idle. */
+  pump(conversationId: string): void {
+    const active = this.d.runtime.activeRun(conversationId);
+    if (active) {
+      if (!this.pumping.has(active)) {
+        this.pumping.add(active);
+        void active.result.then(() => setImmediate(() => this.pump(conversationId)));
+      }
+      return;
+    }
+    const q = this.queues.get(conversationId);
+    const item = q?.shift();
+    if (!item) return;
+    if (q!.length === 0) this.queues.delete(conversationId);
+    this.changed(conversationId);
+    const fail = (error: { code: string; message: string }) => {
+      // Nobody is waiting on a request for a queued item: tell the conversation's clients.
+      this.d.notify(conversationId, { type: 'reply', id: `queue:${item.itemId}`, ok: false, error: { code: error.code, message: error.message } });
+      this.pump(conversationId);
+    };
+    let input;
+    try {
+      input = toInputBlocks(item.text, item.attachments);
+    } catch (err) {
+      return fail({ code: 'bad_request', message: (err as Error).message });
+    }
+    this.start(undefined, { ...runFields(item), input, conversationId, clientRequestId: item.clientRequestId }).then(
+      (r) => {
+        const rec = this.requests.get(item.clientRequestId);
+        if (rec) rec.runId = (r as { runId: string }).runId;
+        this.pump(conversationId);
+      },
+      (err: ReplyError) => fail({ code: err.code ?? 'internal', message: err.message }),
+    );
+    // Attach the waiter to the run just started, so the next item follows it.
+    this.pump(conversationId);
+  }
+
+  /** Forget a deleted conversation's queue. */
+  forget(conversationId: string): void {
+    if (this.queues.delete(conversationId)) this.changed(conversationId);
+  }
+
+  private changed(conversationId: string): void {
+    this.d.notify(conversationId, { type: 'queue', conversationId, items: this.queueView(conversationId) });
+  }
+
+  private async toolAnswer(item: Extract<ChatQueueItem, { action: 'tool_answer' }>): Promise<unknown> {
+    const svc = this.d.service<AskUserQuestionService>('askUserQuestion');
+    if (!svc || typeof svc.answer !== 'function') {
+      throw new ReplyError('unavailable', 'AskUserQuestion is not available: no plugin provides the "askUserQuestion" service');
+    }
+    try {
+      await svc.answer({ toolCallId: item.item_id, conversationId: item.conversation_id, requestJson: item.request_json });
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      throw new ReplyError(typeof code === 'string' ? code : 'bad_request', (err as Error).message);
+    }
+    return { toolCallId: item.item_id };
+  }
+}
+
+function runFields(item: { mode?: RunOptions['mode']; provider?: string; model?: string; workdir?: string }): Partial<RunOptions> {
+  return {
+    ...(item.mode ? { mode: item.mode } : {}),
+    ...(item.provider ? { provider: item.provider } : {}),
+    ...(item.model ? { model: item.model } : {}),
+    ...(item.workdir ? { workdir: item.workdir } : {}),
+  };
+}

@@ -1,0 +1,379 @@
+/**
+ * The gateway: WebSocket access for the WebUI and remote clients. The host attaches it to its
+ * HTTP server; every upgrade is checked (Host, Origin, token) before it happens. Client messages
+ * are validated with the protocol's zod schemas and handled one at a time per client; events go
+ * out through the fan-out path (fanout.ts).
+ */
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { WebSocket, WebSocketServer } from 'ws';
+import type { Disposable, LifecycleEvent, Logger, PluginContext, Settings } from '../../plugin-api.js';
+import { APP_PROTOCOL, TOKEN_PROTOCOL_PREFIX, checkAccess, refuse } from './access.js';
+import { ChatRuns, ReplyError } from './chat-runs.js';
+import { GatewayClient } from './client.js';
+import { Fanout } from './fanout.js';
+import { GatewayHistory } from './history.js';
+import { PROTOCOL_VERSION, parseClientMessage, type ClientMessage, type ProviderSummary, type ServerMessage } from './protocol.js';
+import { parseGatewaySettings, type GatewaySettings } from './settings.js';
+
+export interface AttachOptions {
+  /** The token clients must present. */
+  token: string;
+  /** Upgrade path (default `/ws`). */
+  path?: string;
+  /** The address the server listens on (its own names pass the Host check). */
+  bindHost?: string;
+}
+
+/** What the gateway plugin provides as the `gateway` service (hosts attach it to their server). */
+export interface GatewayService {
+  /** Handle upgrades of `server` on `options.path`. */
+  attach(server: Server, options: AttachOptions): Promise<void>;
+  /** For hosts that route upgrades themselves (after attach's options were given). */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /** Connected clients and their outstanding bytes (observability). */
+  stats(): { clients: Array<{ id: string; heldBytes: number; maxHeldBytes: number; subscriptions: number }>; dropped: number; peakHeldBytes: number };
+  /** Flush, close every socket (1001) and stop the heartbeat. */
+  close(): Promise<void>;
+}
+
+type GatewayContext = Pick<PluginContext, 'runtime' | 'settings' | 'logger' | 'service' | 'subscriptions'>;
+
+export class Gateway implements GatewayService {
+  private config: GatewaySettings;
+  private readonly fanout: Fanout;
+  private readonly history: GatewayHistory;
+  private readonly chat: ChatRuns;
+  private readonly logger: Logger;
+  private wss: WebSocketServer | undefined;
+  private options: AttachOptions | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private listTimer: NodeJS.Timeout | undefined;
+  private settingsChain: Promise<unknown> = Promise.resolve();
+  private settingsOrigin: GatewayClient | undefined;
+  private dropped = 0;
+  /** Most bytes ever outstanding for one client, dropped ones included. */
+  private peakHeld = 0;
+  private closed = false;
+
+  constructor(private readonly ctx: GatewayContext) {
+    this.logger = ctx.logger;
+    const parsed = parseGatewaySettings(ctx.settings.get().gateway);
+    if (!parsed.ok) throw new Error(parsed.error);
+    this.config = parsed.settings;
+    this.fanout = new Fanout({ settings: () => this.config, onDrop: (c, reason) => this.drop(c, reason) });
+    this.history = new GatewayHistory(() => ctx.service('history'));
+    this.chat = new ChatRuns({
+      runtime: ctx.runtime,
+      history: this.history,
+      logger: ctx.logger,
+      follow: (client, id) => {
+        if (!client.subscriptions.has(id)) this.fanout.subscribe(client, id);
+      },
+      notify: (id, m) => this.fanout.notify(id, m),
+      seen: (id) => this.fanout.seen(id),
+      service: (key) => ctx.service(key),
+    });
+    const subs: Disposable[] = [ctx.runtime.onEvent((e) => this.onEvent(e)), ctx.settings.onChange((s) => this.onSettings(s))];
+    ctx.subscriptions.push(...subs);
+  }
+
+  private onEvent(e: LifecycleEvent): void {
+    this.history.observe(e);
+    this.chat.observe(e);
+    this.fanout.publish(e);
+    if (e.type === 'agent_start' || e.type === 'agent_end') this.scheduleListBroadcast();
+  }
+
+  // ── Sockets ─────────────────────────────────────────────────────────────────────────────
+  async attach(server: Server, options: AttachOptions): Promise<void> {
+    await this.ensureServer(options);
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.handleUpgrade(req, socket, head));
+  }
+
+  private async ensureServer(options: AttachOptions): Promise<void> {
+    this.options = { path: '/ws', ...options };
+    if (this.wss) return;
+    // ws is imported when a host attaches, so the CLI never pays for it.
+    const { WebSocketServer } = await import('ws');
+    this.wss = new WebSocketServer({
+      noServer: true,
+      clientTracking: false,
+      perMessageDeflate: false,
+      maxPayload: this.config.maxPayloadBytes,
+      // Browsers need one offered subprotocol selected; never echo the token one back if another will do.
+      handleProtocols: (protocols) => {
+        if (protocols.has(APP_PROTOCOL)) return APP_PROTOCOL;
+        for (const p of protocols) if (p.startsWith(TOKEN_PROTOCOL_PREFIX)) return p;
+        return false;
+      },
+    });
+    this.restartHeartbeat();
+  }
+
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', () => undefined);
+    const opts = this.options;
+    if (!opts || !this.wss || this.closed) return refuse(socket, 503, 'the gateway is not running');
+    const pathname = new URL(req.url ?? '/', 'http://x').pathname;
+    if (pathname !== opts.path) return refuse(socket, 404, 'not found');
+    const decision = checkAccess(req, { token: opts.token, ...(opts.bindHost ? { bindHost: opts.bindHost } : {}), allowedOrigins: this.config.allowedOrigins, allowedHosts: this.config.allowedHosts });
+    if (!decision.ok) {
+      // Never log the URL or headers: they may carry the token.
+      this.logger.warn(`refused a gateway connection from ${req.socket.remoteAddress ?? 'unknown'}: ${decision.reason}`);
+      return refuse(socket, decision.status, decision.reason);
+    }
+    (this.wss.options as { maxPayload?: number }).maxPayload = this.config.maxPayloadBytes;
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.connected(ws));
+  }
+
+  private connected(ws: WebSocket): void {
+    const client = new GatewayClient(ws, this.fanout);
+    this.fanout.addClient(client);
+    ws.on('message', (data, isBinary) => {
+      // ws hands text frames over as a Buffer (binaryType "nodebuffer").
+      const text = isBinary ? undefined : Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.from(data).toString('utf8');
+      client.inbox = client.inbox.then(() => this.dispatch(client, text)).catch((err) => this.logger.error('a gateway request failed', err));
+    });
+    ws.on('pong', () => {
+      client.alive = true;
+    });
+    ws.on('close', () => this.fanout.removeClient(client));
+    ws.on('error', (err) => this.logger.debug(`gateway client ${client.id}: ${err.message}`));
+    client.send({ type: 'hello', protocol: PROTOCOL_VERSION, server: 'liveagent' });
+  }
+
+  private drop(client: GatewayClient, reason: string): void {
+    if (client.closed) return;
+    this.dropped++;
+    this.peakHeld = Math.max(this.peakHeld, client.maxHeldBytes);
+    this.logger.warn(`dropping gateway client ${client.id}: ${reason}`);
+    this.fanout.removeClient(client);
+    client.ws.terminate();
+  }
+
+  private restartHeartbeat(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    if (this.closed || !this.wss) return;
+    this.heartbeat = setInterval(() => {
+      for (const c of [...this.fanout.clients]) {
+        if (!c.alive) {
+          this.drop(c, 'no pong since the last ping');
+          continue;
+        }
+        c.alive = false;
+        try {
+          c.ws.ping();
+        } catch {
+          /* closing */
+        }
+      }
+    }, this.config.heartbeatIntervalMs);
+    this.heartbeat.unref();
+  }
+
+  stats() {
+    const clients = [...this.fanout.clients].map((c) => ({ id: c.id, heldBytes: c.heldBytes, maxHeldBytes: c.maxHeldBytes, subscriptions: c.subscriptions.size }));
+    return { clients, dropped: this.dropped, peakHeldBytes: Math.max(this.peakHeld, ...clients.map((c) => c.maxHeldBytes)) };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    if (this.listTimer) clearTimeout(this.listTimer);
+    this.fanout.flushAll(); // the runs' last events (agent_end) go out before the sockets close
+    const clients = [...this.fanout.clients];
+    await Promise.all(
+      clients.map(
+        (c) =>
+          new Promise<void>((resolve) => {
+            const t = setTimeout(() => {
+              c.ws.terminate();
+              resolve();
+            }, 1000);
+            c.ws.once('close', () => {
+              clearTimeout(t);
+              resolve();
+            });
+            c.ws.close(1001, 'server shutting down');
+          }),
+      ),
+    );
+    this.wss?.close();
+  }
+
+  // ── Requests ────────────────────────────────────────────────────────────────────────────
+  private async dispatch(client: GatewayClient, text: string | undefined): Promise<void> {
+    if (client.closed) return;
+    if (text === undefined) return client.send({ type: 'reply', id: '', ok: false, error: { code: 'bad_request', message: 'frames must be text (JSON)' } });
+    const parsed = parseClientMessage(text);
+    if (!parsed.ok) return client.send({ type: 'reply', id: parsed.id ?? '', ok: false, error: { code: 'bad_request', message: parsed.error } });
+    const m = parsed.message;
+    try {
+      const data = await this.handle(client, m);
+      if (m.id) client.send(data === undefined ? { type: 'reply', id: m.id, ok: true } : { type: 'reply', id: m.id, ok: true, data });
+    } catch (err) {
+      const code = err instanceof ReplyError ? err.code : typeof (err as { code?: unknown }).code === 'string' ? (err as { code: string }).code : 'internal';
+      if (code === 'internal') this.logger.error(`gateway ${m.type} failed`, err);
+      client.send({ type: 'reply', id: m.id ?? '', ok: false, error: { code, message: (err as Error).message ?? String(err) } });
+    }
+  }
+
+  private async handle(client: GatewayClient, m: ClientMessage): Promise<unknown> {
+    switch (m.type) {
+      case 'chat_queue':
+        return this.chat.handle(client, m.item);
+      case 'subscribe':
+        return this.subscribe(client, m.conversationId, m.lastSeq);
+      case 'unsubscribe':
+        this.fanout.unsubscribe(client, m.conversationId);
+        return undefined;
+      case 'conversations.list': {
+        const items = await this.listConversations(m.search);
+        client.send({ type: 'conversations', items });
+        return { items };
+      }
+      case 'conversations.load': {
+        const snap = await this.takeSnapshot(m.conversationId, (s) => client.send(s));
+        return { conversationId: m.conversationId, lastSeq: snap.lastSeq, running: snap.running };
+      }
+      case 'conversations.rename': {
+        if (!(await this.history.rename(m.conversationId, m.title))) throw new ReplyError('not_found', `unknown conversation "${m.conversationId}"`);
+        this.fanout.bumpVersion(m.conversationId);
+        this.scheduleListBroadcast();
+        return { conversationId: m.conversationId, title: m.title.trim() };
+      }
+      case 'conversations.delete':
+        return this.deleteConversation(m.conversationId);
+      case 'settings.get': {
+        const settings = this.ctx.settings.get() as Record<string, unknown>;
+        client.send({ type: 'settings', settings });
+        return { settings };
+      }
+      case 'settings.set':
+        return this.setSettings(client, m.settings);
+      case 'providers.list':
+        return { providers: this.providers() };
+    }
+  }
+
+  /** Replay from the window when it still covers `lastSeq`; otherwise a snapshot from history. */
+  private async subscribe(client: GatewayClient, conversationId: string, lastSeq: number | undefined): Promise<unknown> {
+    if (client.subscriptions.has(conversationId)) return { conversationId, mode: 'live', lastSeq: this.fanout.peek(conversationId)?.lastSeq ?? 0 };
+    if (lastSeq !== undefined) {
+      const missed = this.fanout.missedSince(conversationId, lastSeq);
+      if (missed) {
+        client.sendSerialized(missed);
+        this.fanout.subscribe(client, conversationId);
+        return { conversationId, mode: 'replay', replayed: missed.length, lastSeq: this.fanout.peek(conversationId)!.lastSeq };
+      }
+    }
+    const snap = await this.takeSnapshot(conversationId, (s) => {
+      if (client.closed) return;
+      client.send(s);
+      this.fanout.subscribe(client, conversationId);
+    });
+    return { conversationId, mode: 'snapshot', lastSeq: snap.lastSeq };
+  }
+
+  /**
+   * Read history, then build and deliver the snapshot synchronously with the live state, so no
+   * event falls between the snapshot and the subscription. A read that raced a committed round
+   * is retaken.
+   */
+  private async takeSnapshot(conversationId: string, deliver: (s: Extract<ServerMessage, { type: 'snapshot' }>) => void) {
+    for (let attempt = 0; ; attempt++) {
+      const version = this.fanout.version(conversationId);
+      const stored = await this.history.get(conversationId);
+      if (this.fanout.version(conversationId) !== version && attempt < 3) continue;
+      const snap = this.fanout.snapshot(conversationId, stored, !!this.ctx.runtime.activeRun(conversationId));
+      if (!snap) throw new ReplyError('not_found', `unknown conversation "${conversationId}"`);
+      deliver(snap);
+      return snap;
+    }
+  }
+
+  private async listConversations(search?: string) {
+    const items = await this.history.list(search, this.config.conversationListLimit);
+    return items.map((i) => ({ ...i, running: !!this.ctx.runtime.activeRun(i.id) }));
+  }
+
+  private scheduleListBroadcast(): void {
+    if (this.listTimer || this.closed || this.fanout.clients.size === 0) return;
+    this.listTimer = setTimeout(() => {
+      this.listTimer = undefined;
+      this.listConversations().then(
+        (items) => this.fanout.broadcast({ type: 'conversations', items }),
+        (err) => this.logger.warn('listing conversations failed', err),
+      );
+    }, this.config.listBroadcastDelayMs);
+    this.listTimer.unref();
+  }
+
+  private async deleteConversation(conversationId: string): Promise<unknown> {
+    const run = this.ctx.runtime.activeRun(conversationId);
+    if (run) {
+      run.abort('the conversation was deleted');
+      await run.result;
+    }
+    this.chat.forget(conversationId);
+    const existed = await this.history.delete(conversationId);
+    if (!existed && !this.fanout.seen(conversationId)) throw new ReplyError('not_found', `unknown conversation "${conversationId}"`);
+    this.fanout.dropConversation(conversationId);
+    this.scheduleListBroadcast();
+    return { conversationId, deleted: true };
+  }
+
+  private providers(): ProviderSummary[] {
+    const settings = this.ctx.settings.get();
+    return this.ctx.runtime.providers().map((p) => {
+      let configured = false;
+      try {
+        configured = p.isConfigured(settings);
+      } catch {
+        /* a provider that cannot tell is not configured */
+      }
+      return { id: p.id, displayName: p.displayName, configured, defaultModel: p.defaultModel, models: (p.models ?? []).map((m) => ({ id: m.id, ...(m.name ? { name: m.name } : {}) })) };
+    });
+  }
+
+  // ── Settings ────────────────────────────────────────────────────────────────────────────
+  /** Shallow-merge top-level sections (`null` removes one); validated, and nothing is stored when invalid. */
+  private setSettings(client: GatewayClient, patch: Record<string, unknown>): Promise<unknown> {
+    const run = async () => {
+      if (patch.gateway !== undefined && patch.gateway !== null) {
+        const r = parseGatewaySettings(patch.gateway);
+        if (!r.ok) throw new ReplyError('config', r.error);
+      }
+      const next: Record<string, unknown> = { ...this.ctx.settings.get() };
+      for (const [k, v] of Object.entries(patch)) {
+        if (v === null) delete next[k];
+        else next[k] = v;
+      }
+      this.settingsOrigin = client;
+      try {
+        const saved = await this.ctx.settings.set(next as Settings);
+        return { settings: saved };
+      } catch (err) {
+        throw new ReplyError('config', (err as Error).message);
+      } finally {
+        this.settingsOrigin = undefined;
+      }
+    };
+    // One change at a time, so the broadcast knows which client made it.
+    const p = this.settingsChain.then(run);
+    this.settingsChain = p.catch(() => undefined);
+    return p;
+  }
+
+  private onSettings(settings: Settings): void {
+    const parsed = parseGatewaySettings(settings.gateway);
+    if (parsed.ok) {
+      const beat = parsed.settings.heartbeatIntervalMs !== this.config.heartbeatIntervalMs;
+      this.config = parsed.settings;
+      if (beat) this.restartHeartbeat();
+    } else this.logger.warn(`ignoring the new gateway settings: ${parsed.error}`);
+    this.fanout.broadcast({ type: 'settings', settings: settings as Record<string, unknown> }, this.settingsOrigin);
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * The `gateway` settings section (settings.json → `gateway`). Every limit and interval is here so
+ * tests can shrink them; the gateway re-reads the section whenever settings change.
+ */
+import { z } from 'zod';
+
+const MiB = 1024 * 1024;
+
+const origin = z
+  .string()
+  .refine((v) => v === '*' || /^https?:\/\/[^/\s]+$/i.test(v), 'must be "*" or an origin like https://example.com (scheme and host, no path)');
+const hostName = z.string().regex(/^(\*|[A-Za-z0-9.[\]:_-]{1,255})$/, 'must be "*" or a host name (no scheme, no path)');
+
+export const GatewaySettingsSchema = z.strictObject({
+  /** Extra origins allowed to open a socket, besides the server's own and localhost names ("*": any). */
+  allowedOrigins: z.array(origin).default([]),
+  /** Extra Host header names accepted, besides localhost names and the bound address ("*": any). */
+  allowedHosts: z.array(hostName).default([]),
+  /** Largest client frame accepted (bytes). Applies to sockets opened after a change. */
+  maxPayloadBytes: z.number().int().min(1024).max(1024 * MiB).default(64 * MiB),
+  /**
+   * Bytes a client may have outstanding (handed to its socket, not yet written out) before it is
+   * dropped. Keep it above the largest message a reply can carry: a reading client is never behind by more.
+   */
+  maxClientBufferBytes: z.number().int().min(1024).default(16 * MiB),
+  /** Ping interval; a socket that missed the previous pong is dropped. */
+  heartbeatIntervalMs: z.number().int().min(10).default(30_000),
+  /** Events kept per conversation for replay to a reconnecting client. */
+  replayWindow: z.number().int().min(0).max(1_000_000).default(2000),
+  /** Byte bound of the same window (the serialized events). */
+  replayWindowBytes: z.number().int().min(0).default(8 * MiB),
+  /** Conversations with no subscriber and no run whose replay state is kept (least recently active go first). */
+  maxIdleConversations: z.number().int().min(0).default(200),
+  /** How many conversations a list (and the list broadcast after a change) holds. */
+  conversationListLimit: z.number().int().min(1).max(500).default(200),
+  /** Delay that coalesces conversation-list broadcasts after runs start and end. */
+  listBroadcastDelayMs: z.number().int().min(0).default(100),
+});
+
+export type GatewaySettings = z.infer<typeof GatewaySettingsSchema>;
+
+/** Parse the section; the error names the field as `gateway.<field>`. */
+export function parseGatewaySettings(value: unknown): { ok: true; settings: GatewaySettings } | { ok: false; error: string } {
+  const r = GatewaySettingsSchema.safeParse(value ?? {});
+  if (r.success) return { ok: true, settings: r.data };
+  const i = r.error.issues[0]!;
+  const where = ['gateway', ...i.path.map(String)].join('.');
+  return { ok: false, error: `settings: ${where}: ${i.message}` };
+}
