@@ -260,6 +260,15 @@ export class Gateway implements GatewayService {
 
   /** Replay from the window when it still covers `lastSeq`; otherwise a snapshot from history. */
   private async subscribe(client: GatewayClient, conversationId: string, lastSeq: number | undefined): Promise<unknown> {
+    const result = await this.subscribeStream(client, conversationId, lastSeq);
+    // A (re)subscribing client learns the messages waiting behind the active run at once,
+    // not only at the queue's next change.
+    const items = this.chat.queueView(conversationId);
+    if (items.length && !client.closed) client.send({ type: 'queue', conversationId, items });
+    return result;
+  }
+
+  private async subscribeStream(client: GatewayClient, conversationId: string, lastSeq: number | undefined): Promise<unknown> {
     if (client.subscriptions.has(conversationId)) return { conversationId, mode: 'live', lastSeq: this.fanout.peek(conversationId)?.lastSeq ?? 0 };
     if (lastSeq !== undefined) {
       const missed = this.fanout.missedSince(conversationId, lastSeq);

@@ -60,6 +60,21 @@ describe('gateway queue', () => {
     expect(stream.map((m) => m.seq)).toEqual([...stream.map((m) => m.seq)].sort((x, y) => x - y));
   });
 
+  it('a client that subscribes while messages wait is sent the queue at once', async () => {
+    const g = gate(0);
+    const b = await boot({ steps: [{ text: 'r1' }, { text: 'r2' }], gates: [g] });
+    const a = await TestClient.connect(b);
+    const { conversationId } = await a.ok<{ conversationId: string }>(text('m1'));
+    await g.reached;
+    await a.ok(sendTo(conversationId, 'waiting'));
+    const late = await TestClient.connect(b);
+    await late.ok({ type: 'subscribe', conversationId });
+    const q = (await late.waitFor((m) => m.type === 'queue')) as QueueMsg;
+    expect(q.items.map((i) => i.text)).toEqual(['waiting']);
+    g.release();
+    await a.terminal(conversationId);
+  });
+
   it('a message queued behind a run starts by itself when the run ends, with its clientRequestId deduplicated', async () => {
     const g = gate(0);
     const b = await boot({ steps: [{ text: 'r1' }, { text: 'r2' }], gates: [g] });
