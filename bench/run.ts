@@ -25,7 +25,7 @@ async function main() {
   if (want('stream')) {
     const server = await startBenchServer();
     try {
-      console.log(`\nStream pipeline (provider plugin -> kernel hooks -> SQLite history) vs the raw SDK, CPU ms (median of 3)`);
+      console.log(`\nStream pipeline (provider plugin -> kernel hooks -> SQLite history) vs the raw SDK, CPU ms (median of LIVEAGENT_BENCH_REPEATS, default 5)`);
       console.log('format             deltas   raw ms  pipeline ms  ratio  us/delta');
       for (const [format, folder] of formats) {
         if (!fs.existsSync(new URL(`../plugins/${folder}/index.js`, import.meta.url))) {

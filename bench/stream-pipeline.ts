@@ -109,6 +109,7 @@ function cpuMs(fn: () => Promise<unknown>): Promise<number> {
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const REPEATS = Number(process.env.LIVEAGENT_BENCH_REPEATS ?? 5);
 
 export interface PipelineResult {
   format: BenchFormat;
@@ -119,7 +120,7 @@ export interface PipelineResult {
   perDeltaUs: number;
 }
 
-export async function benchStreamPipeline(format: BenchFormat, n: number, url: string, repeats = 3): Promise<PipelineResult> {
+export async function benchStreamPipeline(format: BenchFormat, n: number, url: string, repeats = REPEATS): Promise<PipelineResult> {
   const spec = SPECS[format];
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'la-bench-'));
   const kernel = await createKernel({
@@ -129,10 +130,14 @@ export async function benchStreamPipeline(format: BenchFormat, n: number, url: s
     thirdParty: false,
   });
   const pipeline = async () => {
-    const run = kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }], mode: 'text', provider: spec.provider });
+    // Count deltas the way the hosts consume them: a runtime listener (the gateway's path).
     let deltas = 0;
-    for await (const e of run.events) if (e.type === 'message_update') deltas++;
+    const sub = kernel.runtime.onEvent((e) => {
+      if (e.type === 'message_update') deltas++;
+    });
+    const run = kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }], mode: 'text', provider: spec.provider });
     const r = await run.result;
+    sub.dispose();
     if (r.status !== 'completed') throw new Error(`pipeline run failed: ${r.error?.message}`);
     if (deltas < n) throw new Error(`pipeline saw ${deltas} deltas, expected ${n}`);
   };

@@ -148,4 +148,42 @@ describe('kernel turn', () => {
     expect(kernel.failures[0]!.message).toContain('broken');
     expect((await kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }] }).result).status).toBe('completed');
   });
+
+  it('a watchdog ends a stream that stays silent, with a clear error', async () => {
+    const { kernel } = await boot([{ hang: true, afterText: 'partial' }], [], { runtime: { streamIdleTimeoutMs: 100, retryMaxAttempts: 1 } });
+    const started = Date.now();
+    const result = await kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }] }).result;
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(result.status).toBe('error');
+    expect(result.error?.message).toMatch(/silent for more than 100 ms/);
+    const reply = result.messages[0]!;
+    expect(reply.content).toEqual([{ type: 'text', text: 'partial' }]);
+    expect(reply.meta).toEqual({ partial: true });
+  });
+
+  it('an abort during a retry backoff ends the run at once', async () => {
+    const { kernel, provider } = await boot([{ error: { message: 'overloaded', retryable: true, retryAfterMs: 60_000 } }], [], { runtime: { retryMaxDelayMs: 60_000 } });
+    const run = kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }] });
+    for await (const e of run.events) if (e.type === 'notice') break;
+    const t = Date.now();
+    run.abort();
+    const result = await run.result;
+    expect(Date.now() - t).toBeLessThan(1000);
+    expect(result.status).toBe('aborted');
+    expect(provider.requests).toHaveLength(1);
+  });
+
+  it('non-retryable errors are not retried, and an error after output is surfaced with the partial text kept', async () => {
+    const { kernel, provider } = await boot([{ error: { message: '401 invalid key', retryable: false, status: 401 } }]);
+    const r1 = await kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }] }).result;
+    expect(r1.status).toBe('error');
+    expect(provider.requests).toHaveLength(1);
+    const { kernel: k2, provider: p2 } = await boot([{ error: { message: 'overloaded', retryable: true }, afterText: 'half an answ' }], [], { runtime: { retryBaseDelayMs: 1 } });
+    const r2 = await k2.runtime.startRun({ input: [{ type: 'text', text: 'go' }] }).result;
+    expect(r2.status).toBe('error');
+    expect(p2.requests).toHaveLength(1);
+    expect(r2.messages[0]!.content).toEqual([{ type: 'text', text: 'half an answ' }]);
+    expect(r2.messages[0]!.meta).toEqual({ partial: true });
+  });
 });
+
