@@ -6,6 +6,7 @@
  * other providers down with it.
  */
 import { z } from 'zod';
+import { connectionShape, customProviderShape } from '../provider-shared/settings-schemas.js';
 import type { JsonObject, Settings } from '../../plugin-api.js';
 import { credentialsFor } from '../provider-shared/keys.js';
 
@@ -27,32 +28,13 @@ const RequestOptionsShape = {
 export const RequestOptionsSchema = z.object(RequestOptionsShape);
 
 export const ClaudeCodeSettingsSchema = z.object({
-  apiKey: z.string().optional(),
-  apiKeyEnv: z.string().min(1).optional(),
-  baseUrl: z.url().optional(),
-  defaultModel: z.string().min(1).optional(),
+  ...connectionShape,
   ...RequestOptionsShape,
 });
 
-const ModelInfoSchema = z.object({
-  id: z.string().min(1),
-  name: z.string().optional(),
-  contextWindow: z.number().int().positive().optional(),
-  maxOutputTokens: z.number().int().positive().optional(),
-  thinking: z.boolean().optional(),
-  cache: z.boolean().optional(),
-  price: z.object({ input: z.number().optional(), output: z.number().optional(), cacheRead: z.number().optional(), cacheWrite: z.number().optional() }).optional(),
-});
 
 export const CustomAnthropicSchema = z.object({
-  id: z.string().regex(/^[A-Za-z0-9_-]+$/, 'must use only letters, digits, _ and -'),
-  name: z.string().min(1).optional(),
-  format: z.literal('anthropic'),
-  baseUrl: z.url(),
-  apiKey: z.string().optional(),
-  apiKeyEnv: z.string().min(1).optional(),
-  defaultModel: z.string().min(1).optional(),
-  models: z.array(ModelInfoSchema).optional(),
+  ...customProviderShape('anthropic'),
   ...RequestOptionsShape,
 });
 

@@ -7,6 +7,7 @@
  * provider and the field; the provider stays registered and answers every request with it.
  */
 import { z } from 'zod';
+import { connectionShape, customProviderShape } from '../provider-shared/settings-schemas.js';
 import type { JsonObject, Settings } from '../../plugin-api.js';
 import { credentialsFor } from '../provider-shared/keys.js';
 
@@ -33,33 +34,13 @@ const RequestOptionsSchema = z.object(RequestOptionsShape);
 export type GeminiRequestOptions = z.infer<typeof RequestOptionsSchema>;
 
 export const GeminiSettingsSchema = z.object({
-  apiKey: z.string().optional(),
-  apiKeyEnv: z.string().min(1).optional(),
-  /** Host root, e.g. https://generativelanguage.googleapis.com (a trailing /v1beta is read as the API version). */
-  baseUrl: z.url().optional(),
-  defaultModel: z.string().min(1).optional(),
+  ...connectionShape,
   ...RequestOptionsShape,
 });
 
-const ModelInfoSchema = z.object({
-  id: z.string().min(1),
-  name: z.string().optional(),
-  contextWindow: z.number().int().positive().optional(),
-  maxOutputTokens: z.number().int().positive().optional(),
-  thinking: z.boolean().optional(),
-  cache: z.boolean().optional(),
-  price: z.object({ input: z.number().optional(), output: z.number().optional(), cacheRead: z.number().optional(), cacheWrite: z.number().optional() }).optional(),
-});
 
 export const CustomGeminiSchema = z.object({
-  id: z.string().regex(/^[A-Za-z0-9_-]+$/, 'must use only letters, digits, _ and -'),
-  name: z.string().min(1).optional(),
-  format: z.literal('gemini'),
-  baseUrl: z.url(),
-  apiKey: z.string().optional(),
-  apiKeyEnv: z.string().min(1).optional(),
-  defaultModel: z.string().min(1).optional(),
-  models: z.array(ModelInfoSchema).optional(),
+  ...customProviderShape('gemini'),
   ...RequestOptionsShape,
 });
 export type CustomGeminiSettings = z.infer<typeof CustomGeminiSchema>;
