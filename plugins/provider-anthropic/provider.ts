@@ -7,6 +7,7 @@
  * Contract: `stream` never throws. Every failure (bad settings, no key, HTTP error, a broken or
  * incomplete stream) is exactly one `error` event, after which the stream ends.
  */
+import { lazyModule } from '../provider-shared/keys.js';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { Logger, ModelInfo, Provider, ProviderEvent, ProviderRequest, Settings } from '../../plugin-api.js';
 import { CLAUDE_MODELS, DEFAULT_MODEL } from './models.js';
@@ -17,15 +18,8 @@ import { AnthropicStreamTranslator } from './stream-events.js';
 type Sdk = typeof import('@anthropic-ai/sdk');
 type Client = InstanceType<Sdk['default']>;
 
-let sdk: Promise<Sdk> | undefined;
 /** The SDK module, imported once, on first use. */
-export function loadAnthropicSdk(): Promise<Sdk> {
-  sdk ??= import('@anthropic-ai/sdk').catch((err) => {
-    sdk = undefined;
-    throw err;
-  });
-  return sdk;
-}
+export const loadAnthropicSdk: () => Promise<Sdk> = lazyModule(() => import('@anthropic-ai/sdk'));
 
 export interface AnthropicProviderOptions {
   /** Provider id (default `claude_code`). */

@@ -12,6 +12,7 @@
  * Contract: `stream` never throws. Every failure (bad settings, no key, HTTP error, a broken or
  * incomplete stream, a blocked prompt or reply) is exactly one `error` event, then the end.
  */
+import { lazyModule } from '../provider-shared/keys.js';
 import type { GenerateContentRequest } from '@google/generative-ai';
 import type { Logger, ModelInfo, Provider, ProviderEvent, ProviderRequest, Settings } from '../../plugin-api.js';
 import { DEFAULT_GEMINI_MODEL, GEMINI_MODELS } from './models.js';
@@ -21,15 +22,8 @@ import { GeminiStreamTranslator } from './stream-events.js';
 
 type Sdk = typeof import('@google/generative-ai');
 
-let sdk: Promise<Sdk> | undefined;
 /** The SDK module, imported once, on first use. */
-export function loadGeminiSdk(): Promise<Sdk> {
-  sdk ??= import('@google/generative-ai').catch((err) => {
-    sdk = undefined;
-    throw err;
-  });
-  return sdk;
-}
+export const loadGeminiSdk: () => Promise<Sdk> = lazyModule(() => import('@google/generative-ai'));
 
 export interface GeminiProviderOptions {
   /** Provider id (default `gemini`). */

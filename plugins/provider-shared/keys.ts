@@ -15,3 +15,16 @@ export function credentialsFor(settings: Settings, providerId: string, env: { ke
   const baseUrl = ps.baseUrl || source[env.baseUrl] || undefined;
   return { ...(apiKey ? { apiKey } : {}), ...(baseUrl ? { baseUrl } : {}) };
 }
+
+/**
+ * A module imported once, on first use; a failed import is retried next time. Provider SDKs go
+ * through this so start-up never pays for a provider nobody uses.
+ */
+export function lazyModule<T>(load: () => Promise<T>): () => Promise<T> {
+  let loading: Promise<T> | undefined;
+  return () =>
+    (loading ??= load().catch((err) => {
+      loading = undefined;
+      throw err;
+    }));
+}
