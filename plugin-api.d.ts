@@ -237,6 +237,11 @@ export interface PluginContext {
   service<T>(key: string): T | undefined;
   /** The plugin's logger. */
   readonly logger: Logger;
+  /**
+   * Report a problem that does not stop the plugin (a bad entry in its settings, a server that
+   * gave up): it is logged and reaches the kernel's `failed` hook with the plugin named.
+   */
+  reportFailure(message: string, details?: JsonObject): void;
   /** The plugin's settings section, validated by `settingsSchema` when given. */
   readonly config: unknown;
   /** The whole settings store (read, write, watch). */
@@ -525,6 +530,11 @@ export interface RuntimeApi {
   activeRun(conversationId: string): RunHandle | undefined;
   /** Subscribe to every lifecycle event of every conversation. Listeners must not block. */
   onEvent(listener: (event: LifecycleEvent) => void): Disposable;
+  /**
+   * Forget a conversation's in-memory state (after it was deleted): its active run is stopped
+   * and awaited, and a later run on that id fails as unknown unless a store knows it.
+   */
+  forgetConversation(conversationId: string): Promise<void>;
 }
 
 /** What starts a run. */

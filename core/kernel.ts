@@ -233,6 +233,7 @@ function makeContext(plugin: Plugin, subs: Disposable[], d: ContextDeps): Plugin
     provide: (key, service) => track(d.services.provide(key, service, name)),
     service: <T>(key: string) => d.services.get<T>(key),
     logger: d.log(name),
+    reportFailure: (message, details) => d.reportFailure(new PluginError(name, `plugin "${name}": ${message}`, details ? { details } : {}).toInfo()),
     config,
     settings: d.settings,
     subscriptions: subs,

@@ -119,6 +119,17 @@ export class Runtime implements RuntimeApi {
     return this.d.sessions.peek(conversationId)?.activeRun;
   }
 
+  async forgetConversation(conversationId: string): Promise<void> {
+    const session = this.d.sessions.peek(conversationId);
+    if (!session) return;
+    const run = session.activeRun;
+    if (run) {
+      run.abort('conversation deleted');
+      await run.result;
+    }
+    this.d.sessions.drop(conversationId);
+  }
+
   onEvent(listener: (event: LifecycleEvent) => void): Disposable {
     this.listeners.add(listener);
     return { dispose: () => this.listeners.delete(listener) };

@@ -321,11 +321,10 @@ export class Gateway implements GatewayService {
   }
 
   private async deleteConversation(conversationId: string): Promise<unknown> {
-    const run = this.ctx.runtime.activeRun(conversationId);
-    if (run) {
-      run.abort('the conversation was deleted');
-      await run.result;
-    }
+    // Its pending questions are cancelled as "deleted" (not just "stopped"), then its run stops
+    // and the kernel forgets it.
+    this.ctx.service<{ cancelConversation(id: string): unknown }>('askUserQuestion')?.cancelConversation(conversationId);
+    await this.ctx.runtime.forgetConversation(conversationId);
     this.chat.forget(conversationId);
     const existed = await this.history.delete(conversationId);
     if (!existed && !this.fanout.seen(conversationId)) throw new ReplyError('not_found', `unknown conversation "${conversationId}"`);

@@ -129,11 +129,7 @@ export function createHistoryService({ knex, store, runtime, track }: ServiceDep
       track(async () => {
         check(Id, id, 'deleteConversation', 'id');
         // Stop a run first, or its final round would write into (and recreate) the conversation.
-        const run = runtime.activeRun(id);
-        if (run) {
-          run.abort('conversation deleted');
-          await run.result;
-        }
+        await runtime.forgetConversation(id);
         // Segments, messages and usage go with it (ON DELETE CASCADE).
         return (await knex('conversations').where({ id }).del()) > 0;
       }),

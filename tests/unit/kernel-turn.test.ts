@@ -185,5 +185,25 @@ describe('kernel turn', () => {
     expect(r2.messages[0]!.content).toEqual([{ type: 'text', text: 'half an answ' }]);
     expect(r2.messages[0]!.meta).toEqual({ partial: true });
   });
+
+  it('forgetConversation stops the active run and forgets the conversation', async () => {
+    const { kernel } = await boot([{ hang: true, afterText: 'x' }]);
+    const run = kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }] });
+    await new Promise((r) => setTimeout(r, 20));
+    await kernel.runtime.forgetConversation(run.conversationId);
+    expect((await run.result).status).toBe('aborted');
+    const again = await kernel.runtime.startRun({ conversationId: run.conversationId, input: [{ type: 'text', text: 'more' }] }).result;
+    expect(again.error).toMatchObject({ code: 'usage' });
+    expect(again.error?.message).toContain('unknown conversation');
+  });
+
+  it('reportFailure reaches the failed hook with the plugin named, and the plugin stays loaded', async () => {
+    const seen: string[] = [];
+    const watcher: Plugin = { name: 'watcher', apply: (ctx) => void ctx.hooks.failed.tap((info) => seen.push(`${info.plugin}: ${info.message}`)) };
+    const reporter: Plugin = { name: 'reporter', apply: (ctx) => ctx.reportFailure('server "x" gave up', { server: 'x' }) };
+    const { kernel } = await boot([], [watcher, reporter]);
+    expect(seen).toEqual(['reporter: plugin "reporter": server "x" gave up']);
+    expect(kernel.loaded.find((p) => p.name === 'reporter')?.status).toBe('active');
+  });
 });
 
