@@ -29,7 +29,7 @@ export class McpManager {
     const segments = serverSegments(Object.keys(entries));
     for (const [name, raw] of Object.entries(entries)) {
       const parsed = parseServerEntry(name, raw);
-      if (!parsed.ok) ctx.logger.error(parsed.error);
+      if (!parsed.ok) ctx.reportFailure(parsed.error);
       this.servers.set(name, new ServerConnection(name, segments.get(name)!, parsed.ok ? parsed.config : undefined, parsed.ok ? undefined : parsed.error, host));
     }
   }
@@ -65,7 +65,7 @@ export class McpManager {
     const raw = (this.ctx.settings.get().mcpServers as Record<string, unknown> | undefined)?.[name];
     // Re-read the entry so a fixed setting takes effect; a removed one keeps the boot-time entry.
     const parsed = raw === undefined ? undefined : parseServerEntry(name, raw);
-    if (parsed && !parsed.ok) this.ctx.logger.error(parsed.error);
+    if (parsed && !parsed.ok) this.ctx.reportFailure(parsed.error);
     if (parsed) await server.restart(parsed.ok ? parsed.config : undefined, parsed.ok ? undefined : parsed.error);
     else await server.restart(server.currentConfig, server.lastError);
     return server.info();
