@@ -4,7 +4,6 @@
  * settings; both go through the same manifest check as the builtins.
  */
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
@@ -85,17 +84,14 @@ export function discoverThirdParty(pluginsDir: string, home: string, npmNames: s
       load: async () => (await import(pathToFileURL(entryOf(dir)).href)).default as PluginModule,
     });
   }
-  const homeRequire = createRequire(path.join(home, 'package.json'));
   for (const name of npmNames) {
     found.push({
       origin: `npm package "${name}"`,
       load: async () => {
-        let specifier = name;
-        try {
-          specifier = pathToFileURL(homeRequire.resolve(name)).href;
-        } catch {
-          /* fall back to resolving from the runtime's own node_modules */
-        }
+        // Installed under $LIVEAGENT_HOME (npm install --prefix ~/.liveagent NAME) first, then
+        // wherever the runtime itself resolves packages from.
+        const dir = path.join(home, 'node_modules', ...name.split('/'));
+        const specifier = fs.existsSync(path.join(dir, 'package.json')) ? pathToFileURL(entryOf(dir)).href : name;
         return (await import(specifier)).default as PluginModule;
       },
     });

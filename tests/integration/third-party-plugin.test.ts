@@ -38,6 +38,20 @@ describe('third-party plugins', () => {
     expect(last.content[0]).toEqual({ type: 'text', text: 'The tool said: Sunny in Paris, 21°C' });
   });
 
+  it('loads a plugin by its npm package name from settings', async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'la-3p-npm-'));
+    const pkg = path.join(home, 'node_modules', '@acme', 'liveagent-weather');
+    fs.mkdirSync(pkg, { recursive: true });
+    for (const f of fs.readdirSync(fixture)) fs.copyFileSync(path.join(fixture, f), path.join(pkg, f));
+    fs.writeFileSync(path.join(pkg, 'package.json'), JSON.stringify({ name: '@acme/liveagent-weather', type: 'module', exports: { '.': { import: './index.js' } } }));
+    fs.writeFileSync(path.join(home, 'settings.json'), JSON.stringify({ plugins: ['@acme/liveagent-weather'] }));
+    const kernel = await createKernel({ home });
+    kernels.push(kernel);
+    expect(kernel.loaded.find((p) => p.name === 'acme-weather')?.status).toBe('active');
+    const result = await kernel.runtime.startRun({ input: [{ type: 'text', text: 'weather?' }], provider: 'acme' }).result;
+    expect(result.status).toBe('completed');
+  });
+
   it('a plugin that fails to load is named and the host keeps running', async () => {
     const home = homeWithPlugin({ 'index.js': 'export default { name: "acme-weather", apply() { throw new Error("no network"); } };' });
     const broken = path.join(home, 'plugins', 'broken-syntax');
