@@ -4,6 +4,7 @@
  * are validated with the protocol's zod schemas and handled one at a time per client; events go
  * out through the fan-out path (fanout.ts).
  */
+import type { McpService } from '../mcp/service.js';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, WebSocketServer } from 'ws';
@@ -13,7 +14,7 @@ import { ChatRuns, ReplyError } from './chat-runs.js';
 import { GatewayClient } from './client.js';
 import { Fanout } from './fanout.js';
 import { GatewayHistory } from './history.js';
-import { PROTOCOL_VERSION, parseClientMessage, type ClientMessage, type ProviderSummary, type ServerMessage } from './protocol.js';
+import { PROTOCOL_VERSION, parseClientMessage, type ClientMessage, type McpServerSummary, type ProviderSummary, type ServerMessage } from './protocol.js';
 import { parseGatewaySettings, type GatewaySettings } from './settings.js';
 
 export interface AttachOptions {
@@ -55,6 +56,7 @@ export class Gateway implements GatewayService {
   /** Most bytes ever outstanding for one client, dropped ones included. */
   private peakHeld = 0;
   private closed = false;
+  private mcpWatched = false;
 
   constructor(private readonly ctx: GatewayContext) {
     this.logger = ctx.logger;
@@ -88,6 +90,7 @@ export class Gateway implements GatewayService {
   // ── Sockets ─────────────────────────────────────────────────────────────────────────────
   async attach(server: Server, options: AttachOptions): Promise<void> {
     await this.ensureServer(options);
+    this.watchMcp();
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.handleUpgrade(req, socket, head));
   }
 
@@ -255,6 +258,8 @@ export class Gateway implements GatewayService {
         return this.setSettings(client, m.settings);
       case 'providers.list':
         return { providers: this.providers() };
+      case 'mcp.status':
+        return { servers: this.mcpServers() };
     }
   }
 
@@ -331,6 +336,29 @@ export class Gateway implements GatewayService {
     this.fanout.dropConversation(conversationId);
     this.scheduleListBroadcast();
     return { conversationId, deleted: true };
+  }
+
+  private mcpServers(): McpServerSummary[] {
+    const mcp = this.ctx.service<McpService>('mcp');
+    return (mcp?.servers() ?? []).map((s) => ({ name: s.name, state: s.state, ...(s.error ? { error: s.error } : {}), tools: s.tools, transport: s.transport }));
+  }
+
+  /** Broadcast MCP state changes (coalesced: a restart storm is one message per tick). */
+  private watchMcp(): void {
+    if (this.mcpWatched) return;
+    const mcp = this.ctx.service<McpService>('mcp');
+    if (!mcp) return;
+    this.mcpWatched = true;
+    let pending = false;
+    const sub = mcp.onChange(() => {
+      if (pending || this.closed) return;
+      pending = true;
+      setImmediate(() => {
+        pending = false;
+        if (!this.closed) this.fanout.broadcast({ type: 'mcp', servers: this.mcpServers() });
+      });
+    });
+    this.ctx.subscriptions.push(sub);
   }
 
   private providers(): ProviderSummary[] {

@@ -66,6 +66,8 @@ export const ClientMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('settings.get'), id: id.optional() }),
   z.object({ type: z.literal('settings.set'), id: id.optional(), settings: z.record(z.string(), z.unknown()) }),
   z.object({ type: z.literal('providers.list'), id: id.optional() }),
+  /** The MCP servers and their state; changes are broadcast as `mcp` messages. */
+  z.object({ type: z.literal('mcp.status'), id: id.optional() }),
 ]);
 export type ClientMessage = z.infer<typeof ClientMessageSchema>;
 
@@ -92,6 +94,15 @@ export interface QueuedItem {
   createdAt: number;
 }
 
+/** One MCP server as clients see it. */
+export interface McpServerSummary {
+  name: string;
+  state: 'connecting' | 'connected' | 'restarting' | 'failed' | 'stopped';
+  error?: string;
+  tools: string[];
+  transport: string;
+}
+
 export interface ProviderSummary {
   id: string;
   displayName: string;
@@ -113,6 +124,7 @@ export type ServerMessage =
   | { type: 'queue'; conversationId: string; items: QueuedItem[] }
   | { type: 'conversations'; items: ConversationSummary[] }
   | { type: 'settings'; settings: Record<string, unknown> }
+  | { type: 'mcp'; servers: McpServerSummary[] }
   | { type: 'reply'; id: string; ok: true; data?: unknown }
   | { type: 'reply'; id: string; ok: false; error: { code: string; message: string } };
 
@@ -165,6 +177,7 @@ export const ServerMessageSchema = z.union([
   z.object({ type: z.literal('snapshot'), conversationId: z.string(), lastSeq: z.number().int().min(0), conversation: SummarySchema.nullable(), messages: z.array(MessageSchema), running: z.boolean(), partial: MessageSchema.optional(), pending: z.array(EventSchema).optional() }),
   z.object({ type: z.literal('queue'), conversationId: z.string(), items: z.array(z.looseObject({ itemId: z.string(), text: z.string(), clientRequestId: z.string(), createdAt: z.number() })) }),
   z.object({ type: z.literal('conversations'), items: z.array(SummarySchema) }),
+  z.object({ type: z.literal('mcp'), servers: z.array(z.object({ name: z.string(), state: z.enum(['connecting', 'connected', 'restarting', 'failed', 'stopped']), error: z.string().optional(), tools: z.array(z.string()), transport: z.string() })) }),
   z.object({ type: z.literal('settings'), settings: z.record(z.string(), z.unknown()) }),
   z.object({ type: z.literal('reply'), id: z.string(), ok: z.literal(true), data: z.unknown().optional() }),
   z.object({ type: z.literal('reply'), id: z.string(), ok: z.literal(false), error: ErrorBody }),
