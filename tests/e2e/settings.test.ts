@@ -4,11 +4,9 @@
  */
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Plugin } from '../../plugin-api.js';
 import { lastReply, newChat, openApp, sendAndWait } from './helpers/app.js';
 import { hasChromium, launchBrowser, newContext, screenshot, trackErrors } from './helpers/browser.js';
 import { startE2EServer, type E2EServer } from './helpers/e2e-server.js';
-import { scriptedProvider } from './helpers/scripted-provider.js';
 import { ensureWebuiBuilt } from './helpers/webui-build.js';
 
 describe.skipIf(!hasChromium)('WebUI settings, themes and first run (e2e)', () => {
@@ -39,12 +37,13 @@ describe.skipIf(!hasChromium)('WebUI settings, themes and first run (e2e)', () =
 
   it('Settings page: providers, custom providers, defaults and system prompt, with the server’s validation errors', async () => {
     await openSettings(page);
-    const card = page.locator('[data-testid="provider-card"][data-provider="scripted"]');
+    const card = page.locator('[data-testid="provider-card"][data-provider="claude_code"]');
     expect(await card.getByTestId('provider-configured').textContent()).toBe('ready');
     await card.getByTestId('provider-api-key').fill('sk-e2e-123');
-    await card.getByTestId('provider-base-url').fill('https://example.test');
-    await page.getByTestId('default-provider').selectOption('scripted');
-    await page.getByTestId('default-model').fill('scripted-2');
+    // Still the mock's address: the later tests of this file chat through this provider.
+    await card.getByTestId('provider-base-url').fill(srv.mock.url);
+    await page.getByTestId('default-provider').selectOption('claude_code');
+    await page.getByTestId('default-model').fill('claude-haiku-4-5');
     await page.getByTestId('default-mode-agent-dev').click();
     await page.getByTestId('system-prompt').fill('Answer briefly.');
     await page.getByTestId('add-custom-provider').click();
@@ -67,11 +66,11 @@ describe.skipIf(!hasChromium)('WebUI settings, themes and first run (e2e)', () =
     expect(await page.getByTestId('settings-error').count()).toBe(0);
     const stored = srv.server.kernel.settings.get();
     expect(stored).toMatchObject({
-      defaultProvider: 'scripted',
-      defaultModel: 'scripted-2',
+      defaultProvider: 'claude_code',
+      defaultModel: 'claude-haiku-4-5',
       defaultMode: 'agent-dev',
       systemPrompt: 'Answer briefly.',
-      providers: { scripted: { apiKey: 'sk-e2e-123', baseUrl: 'https://example.test' } },
+      providers: { claude_code: { apiKey: 'sk-e2e-123', baseUrl: srv.mock.url } },
       customProviders: [{ id: 'local-llm', name: 'Local LLM', format: 'openai-chat', baseUrl: 'http://127.0.0.1:9/v1', models: [{ id: 'llama-3' }, { id: 'qwen-2' }] }],
     });
     expect(stored.runtime).toBeDefined(); // sections the page does not edit are kept
@@ -80,7 +79,7 @@ describe.skipIf(!hasChromium)('WebUI settings, themes and first run (e2e)', () =
     await page.getByTestId('settings-close').click();
     await page.getByTestId('new-conversation').click();
     expect(await page.getByTestId('mode-agent-dev').getAttribute('aria-checked')).toBe('true');
-    expect(await page.getByTestId('model-picker').locator('option').first().textContent()).toContain('scripted-2');
+    expect(await page.getByTestId('model-picker').locator('option').first().textContent()).toContain('claude-haiku-4-5');
   });
 
   it('settings saved', async () => {
@@ -160,24 +159,23 @@ describe.skipIf(!hasChromium)('WebUI settings, themes and first run (e2e)', () =
   });
 
   it('First run: with no provider configured, the first screen leads the user to set one up', async () => {
-    const keyed = scriptedProvider('e2e_keyed', { displayName: 'Keyed Cloud', configured: (s) => !!(s.providers?.e2e_keyed?.apiKey as string | undefined) });
-    const plugin: Plugin = { name: 'e2e-keyed', apply: (ctx) => void ctx.registerProvider(keyed) };
-    const fresh = await startE2EServer({ withProvider: false, extraPlugins: [plugin] });
+    // claude_code knows the mock's address but has no key; the mock accepts only the key typed below.
+    const fresh = await startE2EServer({ withProvider: false, mockApiKey: 'key-123' });
     const ctx = await newContext(browser);
     try {
       const p = await ctx.newPage();
       await openApp(p, fresh.appUrl);
       await p.getByTestId('first-run').waitFor();
       await p.getByTestId('open-settings').filter({ hasText: 'set up' }).waitFor();
-      await p.getByTestId('setup-choice-e2e_keyed').click();
+      await p.getByTestId('setup-choice-claude_code').click();
       await p.getByTestId('setup-api-key').fill('key-123');
       await p.getByTestId('setup-save').click();
       await p.getByTestId('welcome').waitFor();
       expect(await p.getByTestId('first-run').count()).toBe(0);
-      expect(fresh.server.kernel.settings.get()).toMatchObject({ defaultProvider: 'e2e_keyed', providers: { e2e_keyed: { apiKey: 'key-123' } } });
-      await expect.poll(() => p.getByTestId('model-picker').locator('option').first().textContent()).toContain('Keyed Cloud');
+      expect(fresh.server.kernel.settings.get()).toMatchObject({ defaultProvider: 'claude_code', providers: { claude_code: { apiKey: 'key-123', baseUrl: fresh.mock.url } } });
+      await expect.poll(() => p.getByTestId('model-picker').locator('option').first().textContent()).toContain('Claude');
       await sendAndWait(p, 'hello there', 'Echo: hello there');
-      expect(keyed.control.requests).toHaveLength(1);
+      expect(fresh.mock.requests).toHaveLength(1);
     } finally {
       await ctx.close();
       await fresh.close();

@@ -74,10 +74,15 @@ describe.skipIf(!hasChromium)('WebUI sync (e2e)', () => {
     // While offline the run finishes on the server, and the queued message runs after it.
     const id = await currentConversationId(page);
     srv.control.release('drop');
-    await expect.poll(() => srv.control.requests.some((r) => JSON.stringify(r.messages.at(-1)).includes('queued before the drop'))).toBe(true);
+    await expect.poll(() => srv.control.requests.some((r) => JSON.stringify(r.body.messages.at(-1)).includes('queued before the drop'))).toBe(true);
     await expect.poll(() => srv.server.kernel.runtime.activeRun(id)).toBeUndefined();
-    await blockSockets(page, false);
-    await banner.getByTestId('reconnect-now').click();
+    // Unblock and press "Retry now" in one task: the backoff timer cannot reconnect in between
+    // (and take the banner away before the click).
+    await banner.getByTestId('reconnect-now').waitFor();
+    await page.evaluate(() => {
+      (window as unknown as { __blockWs: boolean }).__blockWs = false;
+      (document.querySelector('[data-testid="reconnect-now"]') as HTMLButtonElement).click();
+    });
     await banner.waitFor({ state: 'detached' });
     await lastReply(page).getByText('Echo: queued before the drop').waitFor();
     await waitIdle(page);

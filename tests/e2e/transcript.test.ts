@@ -1,8 +1,11 @@
 /**
  * Browser tests of the transcript: streaming markdown with highlighting and copy, thinking,
- * hosted search, the tool trace by round and group, edited files, usage, history rebuilt from a
- * snapshot, and the AskUserQuestion seam. One Chromium and one page for the file.
+ * hosted search, the tool trace by round and group (real builtin tools in a temp workdir), edited
+ * files, usage, history rebuilt from a snapshot, and the AskUserQuestion card. One Chromium and
+ * one page for the file.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lastReply, newChat, openApp, send, sendAndWait, waitIdle } from './helpers/app.js';
@@ -75,7 +78,7 @@ describe.skipIf(!hasChromium)('WebUI transcript (e2e)', () => {
 
   it('the tool trace', async () => {
     await newChat(page);
-    // A call in flight shows as running, then ok with its duration.
+    // A call in flight shows as running, then ok with its duration (a Bash command held by a gate).
     await send(page, '/toolgate hold');
     const live = lastReply(page).getByTestId('tool-call');
     await expect.poll(() => live.getAttribute('data-status')).toBe('running');
@@ -85,7 +88,7 @@ describe.skipIf(!hasChromium)('WebUI transcript (e2e)', () => {
     expect(await live.getByTestId('tool-duration').textContent()).toMatch(/\d+(\.\d+)? (ms|s)/);
     await waitIdle(page);
 
-    await newChat(page);
+    await newChat(page, 'tools', srv.workdir);
     await sendAndWait(page, '/tools', 'one file written.');
     const reply = lastReply(page);
     expect(await reply.getByTestId('round-label').allTextContents()).toEqual(['Round 1', 'Round 2', 'Round 3']);
@@ -95,13 +98,13 @@ describe.skipIf(!hasChromium)('WebUI transcript (e2e)', () => {
     expect(await group.textContent()).toContain('3 tool calls');
     expect(await group.textContent()).toContain('1 failed');
     const calls = group.getByTestId('tool-call');
-    expect(await calls.evaluateAll((els) => els.map((e) => `${e.getAttribute('data-tool-name')}:${e.getAttribute('data-status')}`))).toEqual(['Echo:ok', 'Echo:ok', 'Explode:error']);
+    expect(await calls.evaluateAll((els) => els.map((e) => `${e.getAttribute('data-tool-name')}:${e.getAttribute('data-status')}`))).toEqual(['Bash:ok', 'Bash:ok', 'Read:error']);
     for (const d of await calls.getByTestId('tool-duration').allTextContents()) expect(d).toMatch(/\d/);
     await calls.nth(2).getByTestId('tool-call-toggle').click();
-    expect(await calls.nth(2).getByTestId('tool-result').textContent()).toContain('kaboom (on purpose)');
-    expect(await calls.nth(2).getByTestId('tool-args').textContent()).toContain('"reason": "on purpose"');
+    expect(await calls.nth(2).getByTestId('tool-result').textContent()).toContain('does not exist');
+    expect(await calls.nth(2).getByTestId('tool-args').textContent()).toContain(`"file_path": "${path.join(srv.workdir, 'missing.txt')}"`);
     await calls.nth(0).getByTestId('tool-call-toggle').click();
-    expect(await calls.nth(0).getByTestId('tool-result').textContent()).toBe('echo: alpha');
+    expect(await calls.nth(0).getByTestId('tool-result').textContent()).toBe('alpha\n\nExit code: 0');
     const round2 = reply.locator('[data-testid="assistant-round"][data-round="2"]');
     expect(await round2.getByTestId('tool-call').getAttribute('data-status')).toBe('ok');
     await group.scrollIntoViewIfNeeded();
@@ -112,6 +115,7 @@ describe.skipIf(!hasChromium)('WebUI transcript (e2e)', () => {
     expect(await edited.count()).toBe(1);
     expect(await edited.getAttribute('data-action')).toBe('write');
     expect(await edited.textContent()).toContain('src/app.ts');
+    expect(fs.readFileSync(path.join(srv.workdir, 'src/app.ts'), 'utf8')).toBe('export {};\n');
   });
 
   it('Transcript: usage per round, shown in full in agent-dev mode', async () => {
@@ -122,42 +126,45 @@ describe.skipIf(!hasChromium)('WebUI transcript (e2e)', () => {
     expect(await usage.textContent()).toMatch(/^\d+ in · 20 out$/);
     expect(await lastReply(page).getByTestId('round-usage-full').count()).toBe(0);
 
-    await newChat(page, 'agent-dev');
+    await newChat(page, 'agent-dev', srv.workdir);
     await sendAndWait(page, '/tools', 'one file written.');
     const full = lastReply(page).getByTestId('round-usage-full');
     expect(await full.count()).toBe(3);
     const text = (await full.first().textContent()) ?? '';
-    for (const part of ['scripted/scripted-1', 'input', 'output 20', 'cache read 64', 'stop tool_use']) expect(text).toContain(part);
+    for (const part of ['claude_code/claude-sonnet-4-6', 'input', 'output 20', 'cache read 64', 'stop tool_use']) expect(text).toContain(part);
   });
 
   it('Transcript: history comes back from the snapshot (tool results paired by toolCallId)', async () => {
-    await newChat(page);
+    await newChat(page, 'tools', srv.workdir);
     await sendAndWait(page, '/tools', 'one file written.');
     await page.reload();
     const reply = lastReply(page);
     await reply.getByText('one file written.').waitFor();
     const calls = reply.getByTestId('tool-call');
-    expect(await calls.evaluateAll((els) => els.map((e) => `${e.getAttribute('data-tool-name')}:${e.getAttribute('data-status')}`))).toEqual(['Echo:ok', 'Echo:ok', 'Explode:error', 'FakeWrite:ok']);
+    expect(await calls.evaluateAll((els) => els.map((e) => `${e.getAttribute('data-tool-name')}:${e.getAttribute('data-status')}`))).toEqual(['Bash:ok', 'Bash:ok', 'Read:error', 'Write:ok']);
     await calls.nth(1).getByTestId('tool-call-toggle').click();
-    expect(await calls.nth(1).getByTestId('tool-result').textContent()).toBe('echo: beta');
+    expect(await calls.nth(1).getByTestId('tool-result').textContent()).toBe('beta\n\nExit code: 0');
     expect(await reply.getByTestId('edited-file').textContent()).toContain('src/app.ts');
     expect(await page.getByTestId('user-text').allTextContents()).toEqual(['/tools']);
   });
 
-  it('AskUserQuestion: tool calls render through their own read-only card', async () => {
+  it('AskUserQuestion: tool calls render through their own card', async () => {
+    // The card in depth (two clients, stop, timeout, refusals, reloads) is in ask-user-question.test.ts.
     await newChat(page);
     await send(page, '/ask');
-    const card = lastReply(page).getByTestId('ask-user-question');
+    const card = lastReply(page).getByTestId('ask-user-question-card');
     await card.waitFor();
-    const questions = card.getByTestId('ask-question');
-    expect(await questions.count()).toBe(2);
-    expect(await questions.first().textContent()).toContain('Which database should we use?');
-    expect(await questions.first().getByTestId('ask-option').allTextContents()).toEqual([expect.stringContaining('SQLite'), expect.stringContaining('PostgreSQL')]);
-    expect(await questions.first().getByTestId('ask-option').first().textContent()).toContain('recommended');
-    // Read-only for now: no inputs to answer with.
-    expect(await card.locator('input, textarea, button:not([disabled])').count()).toBe(0);
-    if (await page.getByTestId('stop-button').isVisible()) await page.getByTestId('stop-button').click();
+    expect(await card.getAttribute('data-state')).toBe('open');
+    expect(await card.getByTestId('ask-tab').count()).toBe(2);
+    expect(await card.getByTestId('ask-prompt').first().textContent()).toContain('Which database should we use?');
+    const options = card.locator('[data-testid="ask-option"][data-question-id="q1"]');
+    expect(await options.evaluateAll((els) => els.map((e) => e.getAttribute('data-label')))).toEqual(['SQLite', 'PostgreSQL', 'DuckDB']);
+    expect(await options.first().getByTestId('ask-recommended').count()).toBe(1);
+    // A tool call, not a plain row: no generic tool row for it.
+    expect(await lastReply(page).getByTestId('tool-call').count()).toBe(0);
+    await page.getByTestId('stop-button').click();
     await waitIdle(page);
+    await expect.poll(() => card.getAttribute('data-state')).toBe('cancelled');
     expect(errors).toEqual([]);
   });
 });

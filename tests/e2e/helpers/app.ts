@@ -12,16 +12,21 @@ export async function waitConnected(page: Page): Promise<void> {
   await page.locator('.brand-dot.ok').waitFor();
 }
 
-/** Start a new conversation with default model, tools mode and no workdir. */
-export async function newChat(page: Page, mode: 'text' | 'tools' | 'agent-dev' = 'tools'): Promise<void> {
+/** Start a new conversation with default model, tools mode and no workdir (or the one given). */
+export async function newChat(page: Page, mode: 'text' | 'tools' | 'agent-dev' = 'tools', workdir?: string): Promise<void> {
   if (await page.getByTestId('settings-page').isVisible()) await page.getByTestId('settings-close').click();
   await page.getByTestId('new-conversation').click();
   await page.getByTestId('welcome').waitFor();
   await page.getByTestId('model-picker').selectOption('');
   await page.getByTestId(`mode-${mode}`).click();
-  const workdir = page.getByTestId('workdir-input');
+  const input = page.getByTestId('workdir-input');
   // Emptied, the field folds back into its button.
-  if (await workdir.isVisible()) await workdir.fill('');
+  if (await input.isVisible()) await input.fill('');
+  if (workdir) {
+    await page.getByTestId('workdir-button').click();
+    await input.fill(workdir);
+    await page.getByTestId('composer-input').focus();
+  }
 }
 
 export async function send(page: Page, text: string): Promise<void> {

@@ -1,15 +1,15 @@
 /**
- * The server the browser tests drive: the real server host (startServer) in a temp home with
- * the scripted provider and a few test tools. Swap the provider here to run the suite against
- * another backend (e.g. the Anthropic provider with its mock server).
+ * The server the browser tests drive: the real server host (startServer) in a temp home, with
+ * the real `claude_code` provider talking to the wire-faithful Anthropic mock, which answers
+ * from the e2e model script (mock-model.ts). File tools work in a temp workdir under the home.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { z } from 'zod';
 import type { Plugin, Settings } from '../../../plugin-api.js';
 import { startServer, type RunningServer } from '../../../hosts/server/start-server.js';
-import { scriptedProvider, type ScriptControl } from './scripted-provider.js';
+import { startMockAnthropic, type MockAnthropicServer } from '../../fixtures/mock-anthropic.js';
+import { createModel, type ScriptControl } from './mock-model.js';
 
 export interface E2EServer {
   url: string;
@@ -17,7 +17,11 @@ export interface E2EServer {
   appUrl: string;
   token: string;
   home: string;
+  /** A folder for file tools (the `/tools` script writes here). */
+  workdir: string;
   server: RunningServer;
+  /** The Anthropic mock the provider talks to (its `requests` are what the model received). */
+  mock: MockAnthropicServer;
   control: ScriptControl;
   /** Stop the server (keep the home, so a restart on the same port resumes). */
   stop(): Promise<void>;
@@ -26,59 +30,43 @@ export interface E2EServer {
   close(): Promise<void>;
 }
 
-function toolsPlugin(control: ScriptControl): Plugin {
-  return {
-    name: 'e2e-tools',
-    apply(ctx) {
-      ctx.registerTool({
-        name: 'Echo',
-        description: 'Echo text back after a short wait.',
-        parameters: z.object({ text: z.string(), waitGate: z.string().optional() }),
-        concurrency: 'parallel',
-        async execute(args: { text: string; waitGate?: string }, tctx) {
-          tctx.update({ content: [{ type: 'text', text: `echoing ${args.text}…` }] });
-          if (args.waitGate) await control.wait(args.waitGate, tctx.signal);
-          else await new Promise((r) => setTimeout(r, 120));
-          return { content: [{ type: 'text', text: `echo: ${args.text}` }] };
-        },
-      });
-      ctx.registerTool({
-        name: 'Explode',
-        description: 'Always fails.',
-        parameters: z.object({ reason: z.string() }),
-        async execute(args: { reason: string }) {
-          throw new Error(`kaboom (${args.reason})`);
-        },
-      });
-      ctx.registerTool({
-        name: 'Pwd',
-        description: 'Report the working folder.',
-        parameters: z.object({}),
-        async execute(_args: Record<string, never>, tctx) {
-          return { content: [{ type: 'text', text: `workdir: ${tctx.workdir}` }] };
-        },
-      });
-      ctx.registerTool({
-        name: 'FakeWrite',
-        description: 'Pretends to write a file.',
-        parameters: z.object({ file_path: z.string(), content: z.string() }),
-        async execute(args: { file_path: string; content: string }) {
-          return { content: [{ type: 'text', text: `wrote ${args.content.length} bytes to ${args.file_path}` }], editedFiles: [{ path: args.file_path, action: 'write' }] };
-        },
-      });
-    },
-  };
+export const TEST_RUNTIME: Settings['runtime'] = { retryMaxAttempts: 1, retryBaseDelayMs: 20, persistIntervalMs: 50 };
+export const TEST_API_KEY = 'sk-ant-e2e-0000';
+
+export interface E2EServerOptions {
+  /** Extra settings, over the defaults (a `providers` entry replaces the default one). */
+  settings?: Settings;
+  /** false: the provider has its endpoint but no key, so nothing is configured (first run). */
+  withProvider?: boolean;
+  /** The key the mock insists on (default: any key is accepted). */
+  mockApiKey?: string;
+  extraPlugins?: Plugin[];
 }
 
-export const TEST_RUNTIME: Settings['runtime'] = { retryMaxAttempts: 1, retryBaseDelayMs: 20, persistIntervalMs: 50 };
-
-export async function startE2EServer(opts: { settings?: Settings; withProvider?: boolean; extraPlugins?: Plugin[] } = {}): Promise<E2EServer> {
+export async function startE2EServer(opts: E2EServerOptions = {}): Promise<E2EServer> {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'la-e2e-'));
-  const provider = scriptedProvider();
-  const plugins: Plugin[] = [...(opts.withProvider === false ? [] : [{ name: 'e2e-provider', apply: (ctx) => void ctx.registerProvider(provider) } satisfies Plugin]), toolsPlugin(provider.control), ...(opts.extraPlugins ?? [])];
-  const settings: Settings = { runtime: TEST_RUNTIME, ...(opts.settings ?? {}) };
-  const boot = (port: number) => startServer({ host: '127.0.0.1', port, home, extraPlugins: plugins, settings, log: () => undefined, thirdParty: false });
-  let server = await boot(0);
+  const workdir = path.join(home, 'work');
+  const gatesDir = path.join(home, 'gates');
+  fs.mkdirSync(workdir);
+  fs.mkdirSync(gatesDir);
+  const model = createModel({ workdir, gatesDir });
+  const mock = await startMockAnthropic({ script: model.script, ...(opts.mockApiKey ? { apiKey: opts.mockApiKey } : {}) });
+  const withProvider = opts.withProvider !== false;
+  const settings: Settings = {
+    runtime: TEST_RUNTIME,
+    providers: { claude_code: { ...(withProvider ? { apiKey: TEST_API_KEY } : {}), baseUrl: mock.url } },
+    ...(withProvider ? { defaultProvider: 'claude_code' } : {}),
+    ...(opts.settings ?? {}),
+  };
+  const boot = (port: number) => startServer({ host: '127.0.0.1', port, home, extraPlugins: opts.extraPlugins ?? [], settings, log: () => undefined, thirdParty: false });
+  let server: RunningServer;
+  try {
+    server = await boot(0);
+  } catch (err) {
+    await mock.close();
+    fs.rmSync(home, { recursive: true, force: true });
+    throw err;
+  }
   const port = server.port;
   let stopped = false;
   const e2e: E2EServer = {
@@ -86,8 +74,10 @@ export async function startE2EServer(opts: { settings?: Settings; withProvider?:
     appUrl: `${server.url}/#token=${server.token}`,
     token: server.token,
     home,
+    workdir,
     server,
-    control: provider.control,
+    mock,
+    control: { ...model.control, requests: mock.requests },
     async stop() {
       stopped = true;
       await server.close();
@@ -99,6 +89,7 @@ export async function startE2EServer(opts: { settings?: Settings; withProvider?:
     },
     async close() {
       if (!stopped) await server.close();
+      await mock.close();
       fs.rmSync(home, { recursive: true, force: true });
     },
   };

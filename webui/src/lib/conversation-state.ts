@@ -16,6 +16,7 @@ import type {
   ToolResultBlock,
 } from '../../../plugin-api.js';
 import type { QueuedItem } from '../../../plugins/gateway/protocol.js';
+import { applyAskEvent, type AskRecord } from './ask-user-question.js';
 
 export interface ToolRuntime {
   status: 'running' | 'ok' | 'error';
@@ -42,6 +43,8 @@ export interface ConversationState {
   /** Raw argument JSON of tool calls still streaming, by block index. */
   liveArgs: Record<number, string>;
   tools: Record<string, ToolRuntime>;
+  /** AskUserQuestion events by toolCallId: the asked questions and, once settled, the outcome. */
+  asks: Record<string, AskRecord>;
   running: boolean;
   run: RunInfo | null;
   lastSeq: number;
@@ -65,6 +68,7 @@ export function emptyState(id: string): ConversationState {
     live: null,
     liveArgs: {},
     tools: {},
+    asks: {},
     running: false,
     run: null,
     lastSeq: 0,
@@ -186,8 +190,12 @@ export function applyEvent(s: ConversationState, ev: LifecycleEvent, force = fal
     case 'notice':
       s.notice = noticeText(ev.payload);
       break;
+    case 'ask_user_question':
+    case 'ask_user_question_settled':
+      applyAskEvent(s.asks, ev.type, ev.payload);
+      break;
     default:
-      // turn_start, ask_user_question*, compaction and custom events need no transcript state yet.
+      // turn_start, compaction and custom events need no transcript state yet.
       break;
   }
 }
@@ -227,6 +235,8 @@ export function applySnapshot(s: ConversationState, snap: SnapshotLike): void {
   }
   s.lastSeq = snap.lastSeq;
   s.loaded = true;
+  // Settled questions are in the history (their results); pending ones come back with the run's events.
+  s.asks = {};
   for (const ev of snap.pending ?? []) applyEvent(s, ev, true);
   s.lastSeq = Math.max(s.lastSeq, snap.lastSeq);
 }

@@ -9,6 +9,7 @@ import { computed, reactive, ref } from 'vue';
 import type { ContentBlock, ExecutionMode, LifecycleEvent, Message } from '../../../plugin-api.js';
 import type { Attachment, ConversationSummary, ServerMessage } from '../../../plugins/gateway/protocol.js';
 import { client } from '../api/client.js';
+import type { AskAnswer } from '../components/ask-user-question/card-model.js';
 import { applyEvent, applySnapshot, emptyState, type ConversationState } from '../lib/conversation-state.js';
 import { newId } from '../lib/format.js';
 import { parseFileBlock, userText } from '../lib/transcript.js';
@@ -240,6 +241,17 @@ export const useChatStore = defineStore('chat', () => {
     client().send({ type: 'chat_queue', item: { action: 'stop', conversationId: id } });
   }
 
+  /**
+   * Answer a pending AskUserQuestion (`chat_queue.tool_answer`). Rejects with the server's
+   * reason when the answer is refused; the question then stays pending.
+   */
+  async function answerQuestion(conversationId: string, toolCallId: string, answers: AskAnswer[]): Promise<void> {
+    await client().request({
+      type: 'chat_queue',
+      item: { action: 'tool_answer', item_id: toolCallId, request_json: JSON.stringify(answers), conversation_id: conversationId },
+    });
+  }
+
   /** Truncate at a user message and send `input` in its place. */
   async function editResend(id: string, messageId: string, input: SendInput): Promise<void> {
     const s = state(id);
@@ -291,5 +303,5 @@ export const useChatStore = defineStore('chat', () => {
     return text ? (text.length > 60 ? `${text.slice(0, 57)}…` : text) : 'New conversation';
   }
 
-  return { states, prefs, titleOf, editRequest, sendError, current, currentKey, state, init, subscribe, leave, forget, send, stop, editResend, retry, queueAction, savePrefs };
+  return { states, prefs, titleOf, editRequest, sendError, current, currentKey, state, init, subscribe, leave, forget, send, stop, answerQuestion, editResend, retry, queueAction, savePrefs };
 });
