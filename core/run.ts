@@ -289,7 +289,9 @@ export class Run implements RunHandle {
       if (decision?.compact) this.emit({ type: 'compaction', payload: { reason: decision.reason, round: ctx.round } });
       messages = await hooks.messages.promise(history.slice(), ctx);
     }
-    const providerSettings = this.deps.settings.providers?.[this.opts.provider.id] ?? {};
+    // Request options carry the provider's settings, but never its credentials: providerRequest
+    // taps (and anything they log) must not see keys. Providers read keys from settings.
+    const { apiKey: _key, apiKeyEnv: _keyEnv, ...providerSettings } = this.deps.settings.providers?.[this.opts.provider.id] ?? {};
     const request: ProviderRequest = {
       model: this.opts.model,
       system,

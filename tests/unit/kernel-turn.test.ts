@@ -205,5 +205,11 @@ describe('kernel turn', () => {
     expect(seen).toEqual(['reporter: plugin "reporter": server "x" gave up']);
     expect(kernel.loaded.find((p) => p.name === 'reporter')?.status).toBe('active');
   });
+
+  it('request options carry the provider settings but never its key', async () => {
+    const { kernel, provider } = await boot([{ text: 'ok' }], [], { providers: { fake: { apiKey: 'sk-secret', apiKeyEnv: 'X', flavour: 'mild' } } });
+    await kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }] }).result;
+    expect(provider.requests[0]!.options).toEqual({ flavour: 'mild' });
+  });
 });
 
