@@ -57,7 +57,7 @@ async function main() {
   }
   if (want('gateway')) {
     const { benchGatewayFanout } = await import('./gateway-fanout.js');
-    const r = await benchGatewayFanout({});
+    const r = await benchGatewayFanout({ log: () => {} });
     const ok = r.ratio <= 1.3;
     if (!ok) failed = true;
     console.log(`\nGateway fan-out: ${r.events} events of ${r.eventBytes} B to ${r.clients} clients, server CPU`);
