@@ -83,6 +83,12 @@ export const McpOptionsSchema = z
     callTimeoutMs: z.number().int().min(1).default(300_000),
     /** On close, a stdio server gets this long (ms) to exit after its stdin ends, then SIGTERM. */
     shutdownGraceMs: z.number().int().min(0).default(2000),
+    /**
+     * A tool-mode request made while servers are still making their first connection waits up
+     * to this long (ms) for them, so a run started right at boot (the CLI) sees their tools.
+     * Later requests never wait; 0 turns the wait off.
+     */
+    firstRequestWaitMs: z.number().int().min(0).default(10_000),
   })
   .strict();
 

@@ -23,6 +23,15 @@ export default definePlugin({
     // Not awaited: the ready hook must not wait for child processes or the network.
     ctx.hooks.ready.tap(() => manager.start());
     ctx.hooks.shutdown.tap(() => manager.stop());
+    // A run that starts while servers are still connecting for the first time (the CLI starts
+    // one right at boot) waits for them, bounded, so their tools are offered from round one.
+    ctx.sessionHooks.tools.tap(async (tools, rc) => {
+      if (rc.mode === 'text' || !manager.list().some((s) => s.state === 'connecting')) return tools;
+      await manager.whenInitialConnectionsSettle(manager.currentOptions().firstRequestWaitMs);
+      const have = new Set(tools.map((t) => t.name));
+      const added = ctx.runtime.tools().filter((t) => t.name.startsWith('mcp__') && !have.has(t.name) && (t.modes ?? ['tools', 'agent-dev']).includes(rc.mode));
+      return [...tools, ...added];
+    });
     // Unloading without a shutdown (a host reloading plugins) still stops the children.
     ctx.subscriptions.push({ dispose: () => void manager.stop() });
   },

@@ -50,6 +50,30 @@ export class McpManager {
     for (const s of this.servers.values()) void s.start();
   }
 
+  /**
+   * Resolves once no server is still making its first connection (connected, failed or
+   * restarting all count as settled), or after `timeoutMs`.
+   */
+  whenInitialConnectionsSettle(timeoutMs: number): Promise<void> {
+    const busy = () => this.list().some((s) => s.state === 'connecting');
+    if (!busy() || timeoutMs <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        sub.dispose();
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      const sub = this.onChange(() => {
+        if (!busy()) done();
+      });
+    });
+  }
+
+  currentOptions(): McpOptions {
+    return this.options;
+  }
+
   list(): McpServerInfo[] {
     return [...this.servers.values()].map((s) => s.info());
   }
