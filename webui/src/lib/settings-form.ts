@@ -3,6 +3,7 @@
  * fields are dropped (not saved as empty strings) so the environment and defaults still apply.
  */
 import type { CustomProviderSettings, ExecutionMode, ProviderSettings, Settings } from '../../../plugin-api.js';
+import { formatMcpServers, parseMcpServers } from './mcp-config.js';
 
 export interface ProviderForm {
   id: string;
@@ -32,6 +33,8 @@ export interface SettingsForm {
   systemPrompt: string;
   providers: ProviderForm[];
   custom: CustomProviderForm[];
+  /** The `mcpServers` block as JSON text (checked with parseMcpServers before saving). */
+  mcpServers: string;
 }
 
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
@@ -62,6 +65,7 @@ export function toForm(s: Settings, providerIds: string[]): SettingsForm {
         rest: { ...rest, ...(models ? { modelInfo: models } : {}) },
       };
     }),
+    mcpServers: formatMcpServers(s.mcpServers),
   };
 }
 
@@ -103,6 +107,11 @@ export function fromForm(base: Settings, f: SettingsForm): Settings {
   });
   if (custom.length) next.customProviders = custom;
   else delete next.customProviders;
+
+  const mcp = parseMcpServers(f.mcpServers);
+  if (!mcp.ok) throw new Error(mcp.error);
+  if (Object.keys(mcp.value).length) next.mcpServers = mcp.value;
+  else delete next.mcpServers;
   return next;
 }
 

@@ -1,0 +1,83 @@
+/**
+ * MCP server state: `mcp.status` on every (re)connect, then each `mcp` broadcast replaces the
+ * list. Also which saved `mcpServers` entries changed while their server kept running (the host
+ * reads entries once, at start), and a request to bring the settings section into view.
+ */
+import { defineStore } from 'pinia';
+import { computed, ref, watch } from 'vue';
+import type { McpServerSummary } from '../../../plugins/gateway/protocol.js';
+import { client } from '../api/client.js';
+import { changedEntries } from '../lib/mcp-config.js';
+import { useConversationsStore } from './conversations.js';
+import { useSettingsStore } from './settings.js';
+
+export type McpLevel = 'none' | 'ok' | 'pending' | 'warn' | 'error';
+
+function serversFrom(data: unknown): McpServerSummary[] | null {
+  if (Array.isArray(data)) return data as McpServerSummary[];
+  const list = data && typeof data === 'object' ? (data as { servers?: unknown }).servers : undefined;
+  return Array.isArray(list) ? (list as McpServerSummary[]) : null;
+}
+
+export const useMcpStore = defineStore('mcp', () => {
+  /** null until the first answer. */
+  const servers = ref<McpServerSummary[] | null>(null);
+  const loadError = ref<string | null>(null);
+  /**
+   * Entries seen to change in this page's lifetime while their server ran. Only changes seen
+   * here are known: the gateway does not say which entry a server started with.
+   */
+  const changedSinceStart = ref<string[]>([]);
+  /** Set to ask the settings page to scroll the MCP section into view; the section clears it. */
+  const revealPending = ref(false);
+
+  const list = computed(() => servers.value ?? []);
+  const connected = computed(() => list.value.filter((s) => s.state === 'connected').length);
+  /** The worst state, for the indicator's colour. */
+  const level = computed<McpLevel>(() => {
+    const states = new Set(list.value.map((s) => s.state));
+    if (!states.size) return 'none';
+    if (states.has('failed')) return 'error';
+    if (states.has('restarting')) return 'warn';
+    if (states.has('connecting')) return 'pending';
+    // Stopped means the host is shutting down: neutral, not a fault.
+    return states.has('stopped') ? 'pending' : 'ok';
+  });
+
+  function init(): void {
+    client().on('mcp', (m) => (servers.value = m.servers));
+    const settings = useSettingsStore();
+    watch(
+      () => settings.settings?.mcpServers,
+      (after, before) => {
+        const names = changedEntries(before, after);
+        if (names.length) changedSinceStart.value = [...new Set([...changedSinceStart.value, ...names])];
+      },
+    );
+  }
+
+  async function load(): Promise<void> {
+    try {
+      const got = serversFrom(await client().request({ type: 'mcp.status' }));
+      if (got) servers.value = got;
+      loadError.value = null;
+    } catch (err) {
+      loadError.value = (err as Error).message;
+    }
+  }
+
+  /**
+   * After a reconnect the host may be a new one, started from the saved entries; what changed
+   * before it is no longer known to be pending (added and removed servers are still seen).
+   */
+  function onReconnect(): void {
+    changedSinceStart.value = [];
+  }
+
+  function reveal(): void {
+    useConversationsStore().showSettings(true);
+    revealPending.value = true;
+  }
+
+  return { servers, list, loadError, connected, level, changedSinceStart, revealPending, init, load, onReconnect, reveal };
+});
