@@ -260,6 +260,16 @@ export class Gateway implements GatewayService {
         return { providers: this.providers() };
       case 'mcp.status':
         return { servers: this.mcpServers() };
+      case 'mcp.restart': {
+        const mcp = this.ctx.service<McpService>('mcp');
+        if (!mcp) throw new ReplyError('unavailable', 'no MCP plugin is loaded');
+        try {
+          await mcp.restart(m.name);
+        } catch (err) {
+          throw new ReplyError('not_found', (err as Error).message);
+        }
+        return { servers: this.mcpServers() };
+      }
     }
   }
 
@@ -378,6 +388,9 @@ export class Gateway implements GatewayService {
   /** Shallow-merge top-level sections (`null` removes one); validated, and nothing is stored when invalid. */
   private setSettings(client: GatewayClient, patch: Record<string, unknown>): Promise<unknown> {
     const run = async () => {
+      // MCP entries are checked by the MCP plugin itself, so a bad one is refused before saving.
+      const mcpProblems = this.ctx.service<McpService>('mcp')?.validate(patch.mcpServers) ?? [];
+      if (mcpProblems.length) throw new ReplyError('config', mcpProblems[0]!);
       if (patch.gateway !== undefined && patch.gateway !== null) {
         const r = parseGatewaySettings(patch.gateway);
         if (!r.ok) throw new ReplyError('config', r.error);

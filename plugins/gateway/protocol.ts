@@ -68,6 +68,8 @@ export const ClientMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('providers.list'), id: id.optional() }),
   /** The MCP servers and their state; changes are broadcast as `mcp` messages. */
   z.object({ type: z.literal('mcp.status'), id: id.optional() }),
+  /** Reconnect one MCP server now, re-reading its settings entry. */
+  z.object({ type: z.literal('mcp.restart'), id: id.optional(), name: z.string().min(1).max(200) }),
 ]);
 export type ClientMessage = z.infer<typeof ClientMessageSchema>;
 

@@ -40,6 +40,14 @@ export class McpManager {
       servers: () => this.list(),
       onChange: (listener) => this.onChange(listener),
       restart: (name) => this.restart(name),
+      validate: (raw) => {
+        if (raw === undefined || raw === null) return [];
+        if (typeof raw !== 'object' || Array.isArray(raw)) return ['mcpServers: must be an object of servers by name'];
+        return Object.entries(raw as Record<string, unknown>).flatMap(([name, entry]) => {
+          const r = parseServerEntry(name, entry);
+          return r.ok ? [] : [r.error];
+        });
+      },
     };
   }
 

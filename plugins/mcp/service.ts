@@ -46,4 +46,9 @@ export interface McpService {
    * Throws when no server of that name is configured.
    */
   restart(name: string): Promise<McpServerInfo>;
+  /**
+   * Check an `mcpServers` value without applying it: the problems, each naming the server and
+   * field (empty when valid). Hosts call it before saving settings.
+   */
+  validate(mcpServers: unknown): string[];
 }

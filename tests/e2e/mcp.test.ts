@@ -139,6 +139,12 @@ describe.skipIf(!hasChromium)('WebUI MCP servers (e2e)', () => {
     expect(mcp().servers().find((s) => s.name === 'dyn')!.pid).not.toBe(pid);
     expect(await dyn.getByTestId('mcp-tool-count').textContent()).toBe(String(mcp().servers().find((s) => s.name === 'dyn')!.tools.length));
     await expect.poll(() => page.getByTestId('mcp-indicator').textContent()).toBe('MCP 1/2');
+
+    // The Restart button reconnects it on request (a new process).
+    const before = mcp().servers().find((s) => s.name === 'dyn')!.pid;
+    await dyn.getByTestId('mcp-restart').click();
+    await expect.poll(() => mcp().servers().find((s) => s.name === 'dyn')!.pid, { timeout: 15_000 }).not.toBe(before);
+    await expect.poll(() => dyn.getAttribute('data-state'), { timeout: 15_000 }).toBe('connected');
     expect(errors).toEqual([]);
   });
 

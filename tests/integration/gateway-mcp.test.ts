@@ -38,4 +38,23 @@ describe('gateway: MCP server state', () => {
     await c.waitFor((m) => c.messages.indexOf(m) >= before && m.type === 'mcp' && (m as McpMsg).servers[0]?.state === 'restarting', 10_000);
     await c.waitFor((m) => c.messages.indexOf(m) >= before && m.type === 'mcp' && connected((m as McpMsg).servers), 10_000);
   });
+
+  it('refuses a bad mcpServers entry before saving, naming the server and field, and restarts a server on request', async () => {
+    const b = await boot({
+      extra: [mcpPlugin],
+      settings: { mcpServers: { dyn: { command: process.execPath, args: [server] } } } as never,
+    });
+    const c = await TestClient.connect(b);
+    const bad = await c.request({ type: 'settings.set', settings: { mcpServers: { dyn: { command: process.execPath, args: [server] }, oops: { command: 'x', args: 'not-a-list' } } } });
+    expect(bad.ok).toBe(false);
+    expect(!bad.ok && bad.error.message).toMatch(/mcpServers\.oops\.args/);
+    const mcp = b.server.kernel.services.get<McpService>('mcp')!;
+    expect(Object.keys((b.server.kernel.settings.get() as { mcpServers: object }).mcpServers)).toEqual(['dyn']);
+    const restarted = await c.ok<{ servers: McpServerSummary[] }>({ type: 'mcp.restart', name: 'dyn' });
+    expect(restarted.servers.find((s) => s.name === 'dyn')?.state).toBe('connected');
+    expect(mcp.servers()[0]!.restarts).toBeGreaterThanOrEqual(0);
+    const unknown = await c.request({ type: 'mcp.restart', name: 'nope' });
+    expect(!unknown.ok && unknown.error.code).toBe('not_found');
+  });
 });
+

@@ -30,6 +30,8 @@ export const useMcpStore = defineStore('mcp', () => {
   const changedSinceStart = ref<string[]>([]);
   /** Set to ask the settings page to scroll the MCP section into view; the section clears it. */
   const revealPending = ref(false);
+  /** Servers with a restart request in flight (their button is disabled meanwhile). */
+  const restarting = ref(new Set<string>());
 
   const list = computed(() => servers.value ?? []);
   const connected = computed(() => list.value.filter((s) => s.state === 'connected').length);
@@ -74,10 +76,27 @@ export const useMcpStore = defineStore('mcp', () => {
     changedSinceStart.value = [];
   }
 
+  /** Reconnect one server now (it re-reads its saved entry), e.g. after fixing its settings. */
+  async function restart(name: string): Promise<void> {
+    restarting.value = new Set([...restarting.value, name]);
+    try {
+      const got = serversFrom(await client().request({ type: 'mcp.restart', name }));
+      if (got) servers.value = got;
+      changedSinceStart.value = changedSinceStart.value.filter((n) => n !== name);
+      loadError.value = null;
+    } catch (err) {
+      loadError.value = (err as Error).message;
+    } finally {
+      const next = new Set(restarting.value);
+      next.delete(name);
+      restarting.value = next;
+    }
+  }
+
   function reveal(): void {
     useConversationsStore().showSettings(true);
     revealPending.value = true;
   }
 
-  return { servers, list, loadError, connected, level, changedSinceStart, revealPending, init, load, onReconnect, reveal };
+  return { servers, list, loadError, connected, level, changedSinceStart, revealPending, restarting, init, load, onReconnect, reveal, restart };
 });
