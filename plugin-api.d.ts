@@ -589,6 +589,19 @@ export interface SessionInfo {
   conversationId: string;
   /** The persisted tail: the last sequence number emitted for this conversation. */
   lastSeq: number;
+  /** The run in progress, when there is one: what the conversation is running with. */
+  run?: RunInfo;
+}
+
+/** Facts about a run in progress (for stores, titles, memory). */
+export interface RunInfo {
+  runId: string;
+  mode: ExecutionMode;
+  /** The provider's id (aliases resolved). */
+  provider: string;
+  model: string;
+  /** Absolute working directory. */
+  workdir: string;
 }
 
 /** What request-building taps receive. */

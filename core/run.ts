@@ -19,6 +19,7 @@ import type {
   ProviderRequest,
   RequestContext,
   RunHandle,
+  RunInfo,
   RunResult,
   RuntimeErrorInfo,
   RuntimePaths,
@@ -85,6 +86,11 @@ export class Run implements RunHandle {
       else opts.signal.addEventListener('abort', () => this.abort('signal'), { once: true });
     }
     this.result = this.execute();
+  }
+
+  /** What this run is running with (SessionInfo.run while it is active). */
+  get info(): RunInfo {
+    return { runId: this.runId, mode: this.opts.mode, provider: this.opts.provider.id, model: this.opts.model, workdir: this.opts.workdir };
   }
 
   abort(reason = 'stopped'): void {

@@ -22,7 +22,8 @@ export class Session {
   constructor(readonly conversationId: string) {}
 
   info(): SessionInfo {
-    return { conversationId: this.conversationId, lastSeq: this.lastSeq };
+    const run = this.activeRun?.info;
+    return run ? { conversationId: this.conversationId, lastSeq: this.lastSeq, run } : { conversationId: this.conversationId, lastSeq: this.lastSeq };
   }
 
   remember(message: Message): void {

@@ -78,20 +78,16 @@ export default definePlugin({
     const hooks = ctx.sessionHooks;
     const withStore = async () => (await open()).store;
     hooks.loadHistory.tap(async (info) => (await withStore()).loadHistory(info));
-    hooks.saveUserMessage.tap(async (message, info) => (await withStore()).saveUserMessage(message, info));
+    hooks.saveUserMessage.tap(async (message, info) => {
+      const store = await withStore();
+      store.saveUserMessage(message, info);
+      // The conversation row learns what it runs with (shown in lists, used to continue it).
+      if (info.run) store.saveRunFacts({ conversationId: info.conversationId, provider: info.run.provider, model: info.run.model, mode: info.run.mode, workdir: info.run.workdir });
+    });
     hooks.saveProgress.tap(async (message, info) => (await withStore()).saveProgress(message, info));
     hooks.saveRound.tap(async (round) => (await withStore()).saveRound(round));
     hooks.truncateHistory.tap(async (at) => (await withStore()).truncate(at.conversationId, at.fromMessageId));
     hooks.turnEnd.tap(async (_result, info) => (await withStore()).saveLastSeq(info));
-    // The request context is the only hook argument that carries a run's provider, model, mode
-    // and workdir (SessionInfo does not), so the conversation row learns them here, once per run.
-    hooks.providerRequest.tap(
-      async (request, rc) => {
-        if (rc.round === 1) (await withStore()).saveRunFacts({ conversationId: rc.conversationId, provider: rc.provider.id, model: rc.model, mode: rc.mode, workdir: rc.workdir });
-        return request;
-      },
-      { stage: 10_000 },
-    );
 
     // The service is usable at once; each call waits for the database to be open.
     const lazy = new Proxy({} as HistoryService, {

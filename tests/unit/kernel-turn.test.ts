@@ -211,5 +211,14 @@ describe('kernel turn', () => {
     await kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }] }).result;
     expect(provider.requests[0]!.options).toEqual({ flavour: 'mild' });
   });
+
+  it('persistence taps learn what the run is running with (SessionInfo.run)', async () => {
+    const seen: unknown[] = [];
+    const store: Plugin = { name: 'store-spy', apply: (ctx) => void ctx.sessionHooks.saveUserMessage.tap((_m, info) => void seen.push(info.run)) };
+    const { kernel } = await boot([{ text: 'ok' }], [store]);
+    const run = kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }], mode: 'text', workdir: '/tmp' });
+    await run.result;
+    expect(seen).toEqual([{ runId: run.runId, mode: 'text', provider: 'fake', model: 'fake-1', workdir: '/tmp' }]);
+  });
 });
 

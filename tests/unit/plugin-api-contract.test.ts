@@ -62,6 +62,7 @@ describe('plugin-api.d.ts', () => {
         "RequestContext",
         "RoundRecord",
         "RunHandle",
+        "RunInfo",
         "RunOptions",
         "RunResult",
         "RuntimeApi",
@@ -107,7 +108,7 @@ describe('plugin-api.d.ts', () => {
       }
     }
     // Self-explanatory data fields are allowed without comments only in these small value types.
-    const allowed = /^(TextBlock|ThinkingBlock|ToolCallBlock|ImageBlock|HostedSearchBlock|SearchSource|Citation|ToolResultBlock|Usage|Message|EditedFile|ModelInfo|CustomProviderSettings|ProviderSettings|RuntimePaths|EventBase|RunResult|HistorySnapshot|RoundRecord|ToolCallInfo|ToolBlock|ToolContext|ToolProgress|ToolResult|ToolSpec|SystemPart|ProviderRequest|ProviderErrorInfo|RequestContext|SessionInfo|RunHandle|RuntimeErrorInfo|SchemaIssue|Logger|Provider|Settings|TapOptions|Disposable|SchemaLike)\./;
+    const allowed = /^(TextBlock|ThinkingBlock|ToolCallBlock|ImageBlock|HostedSearchBlock|SearchSource|Citation|ToolResultBlock|Usage|Message|EditedFile|ModelInfo|CustomProviderSettings|ProviderSettings|RuntimePaths|EventBase|RunResult|HistorySnapshot|RoundRecord|ToolCallInfo|ToolBlock|ToolContext|ToolProgress|ToolResult|ToolSpec|SystemPart|ProviderRequest|ProviderErrorInfo|RequestContext|SessionInfo|RunHandle|RunInfo|RuntimeErrorInfo|SchemaIssue|Logger|Provider|Settings|TapOptions|Disposable|SchemaLike)\./;
     expect(undocumented.filter((n) => !allowed.test(n))).toEqual([]);
   });
 
