@@ -46,7 +46,7 @@ export interface KernelOptions {
 
 export interface LoadedPlugin {
   name: string;
-  status: 'active' | 'failed';
+  status: 'active' | 'failed' | 'unloaded';
   /** How long `apply` took (ms), for start-up budgets. */
   applyMs?: number;
   error?: RuntimeErrorInfo;
@@ -77,6 +77,25 @@ export class Kernel {
     this.disposers.push({ name, subs });
   }
 
+  /**
+   * Unload one plugin: everything it registered or tapped is undone, in reverse order (its
+   * tools and providers disappear, its taps stop running). Plugins that require it are unloaded
+   * first. Returns the names unloaded.
+   */
+  unload(name: string): string[] {
+    if (!this.disposers.some((d) => d.name === name)) return [];
+    const dependents = this.loaded.filter((p) => p.status === 'active' && this.requiresOf.get(p.name)?.includes(name)).map((p) => p.name);
+    const done = dependents.flatMap((d) => this.unload(d));
+    const [entryToUndo] = this.disposers.splice(this.disposers.findIndex((d) => d.name === name), 1);
+    if (entryToUndo) disposeAll(entryToUndo.subs);
+    const entry = this.loaded.find((p) => p.name === name);
+    if (entry) entry.status = 'unloaded';
+    return [...done, name];
+  }
+
+  /** `requires` of every loaded plugin, for unloading dependents first. */
+  readonly requiresOf = new Map<string, string[]>();
+
   /** Stop runs, let plugins finish their writes, then undo every registration in reverse order. */
   async shutdown(): Promise<void> {
     if (this.stopped) return;
@@ -87,16 +106,19 @@ export class Kernel {
     await Promise.race([Promise.all(runs.map((r) => r.result)), new Promise((r) => (timer = setTimeout(r, 5000)))]);
     clearTimeout(timer);
     await this.hooks.shutdown.promise();
-    for (const { subs } of this.disposers.reverse()) {
-      for (const d of subs.reverse()) {
-        try {
-          d.dispose();
-        } catch {
-          /* keep undoing the rest */
-        }
-      }
-    }
+    for (const { subs } of this.disposers.reverse()) disposeAll(subs);
     await this.container.dispose();
+  }
+}
+
+/** Undo registrations in reverse order; one failing disposer does not stop the rest. */
+function disposeAll(subs: Disposable[]): void {
+  for (const d of subs.splice(0).reverse()) {
+    try {
+      d.dispose();
+    } catch {
+      /* keep undoing the rest */
+    }
   }
 }
 
@@ -171,15 +193,10 @@ export async function createKernel(options: KernelOptions = {}): Promise<Kernel>
       const ctx = makeContext(plugin, subs, { kernelHooks, sessionHooks, tools, providers, services, settings, paths, runtime, log, reportFailure });
       await plugin.apply(ctx);
       kernel.track(plugin.name, subs);
+      kernel.requiresOf.set(plugin.name, plugin.requires ?? []);
       kernel.loaded.push({ name: plugin.name, status: 'active', applyMs: performance.now() - started });
     } catch (err) {
-      for (const d of subs.reverse()) {
-        try {
-          d.dispose();
-        } catch {
-          /* undo as much as possible */
-        }
-      }
+      disposeAll(subs);
       const info =
         err instanceof RuntimeError && err.plugin === plugin.name
           ? err.toInfo()

@@ -220,5 +220,25 @@ describe('kernel turn', () => {
     await run.result;
     expect(seen).toEqual([{ runId: run.runId, mode: 'text', provider: 'fake', model: 'fake-1', workdir: '/tmp' }]);
   });
+
+  it('unloading a plugin undoes its tools, providers and taps, and unloads what requires it first', async () => {
+    const calls: string[] = [];
+    const base: Plugin = {
+      name: 'base',
+      apply(ctx) {
+        ctx.registerTool({ name: 'BaseTool', description: 'x', parameters: z.object({}), execute: async () => ({ content: [] }) });
+        ctx.sessionHooks.event.tap(() => void calls.push('base-tap'));
+      },
+    };
+    const child: Plugin = { name: 'child', requires: ['base'], apply: (ctx) => void ctx.registerProvider(fakeProvider([], 'child-provider')) };
+    const { kernel } = await boot([{ text: 'ok' }], [base, child]);
+    expect(kernel.runtime.tools().map((t) => t.name)).toContain('BaseTool');
+    expect(kernel.unload('base')).toEqual(['child', 'base']);
+    expect(kernel.runtime.tools().map((t) => t.name)).not.toContain('BaseTool');
+    expect(kernel.runtime.provider('child-provider')).toBeUndefined();
+    expect(kernel.loaded.find((p) => p.name === 'base')?.status).toBe('unloaded');
+    await kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }] }).result;
+    expect(calls).toEqual([]);
+  });
 });
 
