@@ -4,10 +4,10 @@
  */
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { conversationItem, currentConversationId, lastReply, makePng, newChat, openApp, send, sendAndWait, waitIdle } from './helpers/app.js';
-import { hasChromium, launchBrowser, newContext, tmpFile, trackErrors } from './helpers/browser.js';
-import { startE2EServer, type E2EServer } from './helpers/e2e-server.js';
-import { ensureWebuiBuilt } from './helpers/webui-build.js';
+import { conversationItem, currentConversationId, lastReply, makePng, newChat, send, sendAndWait, waitIdle } from './helpers/app.js';
+import { hasChromium, tmpFile } from './helpers/browser.js';
+import type { E2EServer } from './helpers/e2e-server.js';
+import { openBrowserSession } from './helpers/session.js';
 
 describe.skipIf(!hasChromium)('WebUI chat (e2e)', () => {
   let srv: E2EServer;
@@ -17,13 +17,7 @@ describe.skipIf(!hasChromium)('WebUI chat (e2e)', () => {
   let errors: string[];
 
   beforeAll(async () => {
-    await ensureWebuiBuilt();
-    [srv, browser] = await Promise.all([startE2EServer(), launchBrowser()]);
-    context = await newContext(browser);
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: srv.url });
-    page = await context.newPage();
-    errors = trackErrors(page);
-    await openApp(page, srv.appUrl);
+    ({ srv, browser, context, page, errors } = await openBrowserSession({ clipboard: true }));
   }, 60_000);
 
   afterAll(async () => {

@@ -10,9 +10,9 @@ import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { McpService } from '../../plugins/mcp/service.js';
 import { openApp } from './helpers/app.js';
-import { SCREENSHOTS, hasChromium, launchBrowser, newContext, trackErrors } from './helpers/browser.js';
-import { startE2EServer, type E2EServer } from './helpers/e2e-server.js';
-import { ensureWebuiBuilt } from './helpers/webui-build.js';
+import { SCREENSHOTS, hasChromium, trackErrors } from './helpers/browser.js';
+import type { E2EServer } from './helpers/e2e-server.js';
+import { openBrowserSession } from './helpers/session.js';
 
 const DYNAMIC = path.resolve('tests/fixtures/mcp/dynamic-server.mjs');
 const MISSING = path.join(os.tmpdir(), 'liveagent-e2e-no-such-mcp-server');
@@ -25,20 +25,11 @@ describe.skipIf(!hasChromium)('WebUI MCP servers (e2e)', () => {
   let errors: string[];
 
   beforeAll(async () => {
-    await ensureWebuiBuilt();
-    [srv, browser] = await Promise.all([
-      startE2EServer({
-        settings: {
-          mcpServers: { dyn: { command: process.execPath, args: [DYNAMIC] }, broken: { command: MISSING } },
-          mcp: { restartBaseDelayMs: 50, restartMaxDelayMs: 200 },
-        },
-      }),
-      launchBrowser(),
-    ]);
-    context = await newContext(browser);
-    page = await context.newPage();
-    errors = trackErrors(page);
-    await openApp(page, srv.appUrl);
+    const settings = {
+      mcpServers: { dyn: { command: process.execPath, args: [DYNAMIC] }, broken: { command: MISSING } },
+      mcp: { restartBaseDelayMs: 50, restartMaxDelayMs: 200 },
+    };
+    ({ srv, browser, context, page, errors } = await openBrowserSession({ server: { settings } }));
   }, 60_000);
 
   afterAll(async () => {

@@ -5,9 +5,9 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conversationItem, currentConversationId, lastReply, newChat, openApp, send, sendAndWait, waitConnected, waitIdle } from './helpers/app.js';
-import { blockSockets, dropSocket, hasChromium, launchBrowser, newContext, trackErrors } from './helpers/browser.js';
-import { startE2EServer, type E2EServer } from './helpers/e2e-server.js';
-import { ensureWebuiBuilt } from './helpers/webui-build.js';
+import { blockSockets, dropSocket, hasChromium } from './helpers/browser.js';
+import type { E2EServer } from './helpers/e2e-server.js';
+import { openBrowserSession } from './helpers/session.js';
 
 describe.skipIf(!hasChromium)('WebUI sync (e2e)', () => {
   let srv: E2EServer;
@@ -17,12 +17,7 @@ describe.skipIf(!hasChromium)('WebUI sync (e2e)', () => {
   let errors: string[];
 
   beforeAll(async () => {
-    await ensureWebuiBuilt();
-    [srv, browser] = await Promise.all([startE2EServer(), launchBrowser()]);
-    context = await newContext(browser);
-    page = await context.newPage();
-    errors = trackErrors(page);
-    await openApp(page, srv.appUrl);
+    ({ srv, browser, context, page, errors } = await openBrowserSession());
   }, 60_000);
 
   afterAll(async () => {

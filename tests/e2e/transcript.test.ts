@@ -8,10 +8,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { lastReply, newChat, openApp, send, sendAndWait, waitIdle } from './helpers/app.js';
-import { hasChromium, launchBrowser, newContext, screenshot, trackErrors } from './helpers/browser.js';
-import { startE2EServer, type E2EServer } from './helpers/e2e-server.js';
-import { ensureWebuiBuilt } from './helpers/webui-build.js';
+import { lastReply, newChat, send, sendAndWait, waitIdle } from './helpers/app.js';
+import { hasChromium, screenshot } from './helpers/browser.js';
+import type { E2EServer } from './helpers/e2e-server.js';
+import { openBrowserSession } from './helpers/session.js';
 
 describe.skipIf(!hasChromium)('WebUI transcript (e2e)', () => {
   let srv: E2EServer;
@@ -20,13 +20,7 @@ describe.skipIf(!hasChromium)('WebUI transcript (e2e)', () => {
   let errors: string[];
 
   beforeAll(async () => {
-    await ensureWebuiBuilt();
-    [srv, browser] = await Promise.all([startE2EServer(), launchBrowser()]);
-    const context = await newContext(browser);
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: srv.url });
-    page = await context.newPage();
-    errors = trackErrors(page);
-    await openApp(page, srv.appUrl);
+    ({ srv, browser, page, errors } = await openBrowserSession({ clipboard: true }));
   }, 60_000);
 
   afterAll(async () => {
