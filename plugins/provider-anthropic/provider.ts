@@ -8,6 +8,7 @@
  * incomplete stream) is exactly one `error` event, after which the stream ends.
  */
 import { lazyModule } from '../provider-shared/keys.js';
+import { TranslatedStream } from '../provider-shared/translated-stream.js';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { Logger, ModelInfo, Provider, ProviderEvent, ProviderRequest, Settings } from '../../plugin-api.js';
 import { CLAUDE_MODELS, DEFAULT_MODEL } from './models.js';
@@ -103,7 +104,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
 
   function stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent> {
     const t = new AnthropicStreamTranslator(id);
-    return new EventStream(() => open(request, signal, t), t, signal);
+    return new TranslatedStream(() => open(request, signal, t), t, { end: () => t.end(signal.aborted), fail: (err) => t.fail(err, signal.aborted) });
   }
 
   return {
@@ -120,78 +121,3 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
   };
 }
 
-const DONE: IteratorResult<ProviderEvent> = { value: undefined, done: true };
-
-/**
- * The normalized stream over the SDK's raw one. Hand-written rather than an async generator:
- * a generator adds a promise hop per yielded event, and this sits on the per-delta path.
- */
-class EventStream implements AsyncIterableIterator<ProviderEvent> {
-  private inner: AsyncIterator<unknown> | undefined;
-  private read = 0;
-  private ended = false;
-
-  constructor(
-    private readonly start: () => Promise<AsyncIterable<unknown> | undefined>,
-    private readonly t: AnthropicStreamTranslator,
-    private readonly signal: AbortSignal,
-  ) {}
-
-  [Symbol.asyncIterator](): this {
-    return this;
-  }
-
-  next(): Promise<IteratorResult<ProviderEvent>> {
-    return this.read < this.t.out.length ? Promise.resolve(this.take()) : this.ended ? Promise.resolve(DONE) : this.pull();
-  }
-
-  /** The next queued event, or DONE once the queue is empty and the stream ended. */
-  private take(): IteratorResult<ProviderEvent> {
-    const out = this.t.out;
-    if (this.read >= out.length) return DONE;
-    const value = out[this.read++]!;
-    if (this.read === out.length) {
-      out.length = 0;
-      this.read = 0;
-    }
-    return { value, done: false };
-  }
-
-  private async pull(): Promise<IteratorResult<ProviderEvent>> {
-    const t = this.t;
-    try {
-      if (!this.inner) {
-        const raw = await this.start();
-        if (!raw) this.ended = true;
-        else this.inner = raw[Symbol.asyncIterator]();
-      }
-      while (!this.ended) {
-        const r = await this.inner!.next();
-        if (r.done) {
-          t.end(this.signal.aborted);
-          this.ended = true;
-        } else t.handle(r.value as Record<string, unknown>);
-        if (t.failed) this.close();
-        if (t.out.length) break;
-      }
-    } catch (err) {
-      t.fail(err, this.signal.aborted);
-      this.ended = true;
-    }
-    // A plain value, not this.next(): returning a promise from an async function costs extra ticks per event.
-    return this.take();
-  }
-
-  /** Stop reading: the SDK aborts the request when its iterator is returned early. */
-  private close(): void {
-    if (this.ended) return;
-    this.ended = true;
-    void this.inner?.return?.().catch(() => undefined);
-  }
-
-  async return(): Promise<IteratorResult<ProviderEvent>> {
-    this.close();
-    this.t.out.length = 0;
-    return DONE;
-  }
-}

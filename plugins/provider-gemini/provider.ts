@@ -13,6 +13,7 @@
  * incomplete stream, a blocked prompt or reply) is exactly one `error` event, then the end.
  */
 import { lazyModule } from '../provider-shared/keys.js';
+import { TranslatedStream } from '../provider-shared/translated-stream.js';
 import type { GenerateContentRequest } from '@google/generative-ai';
 import type { Logger, ModelInfo, Provider, ProviderEvent, ProviderRequest, Settings } from '../../plugin-api.js';
 import { DEFAULT_GEMINI_MODEL, GEMINI_MODELS } from './models.js';
@@ -98,7 +99,11 @@ export function createGeminiProvider(options: GeminiProviderOptions = {}): Provi
   function stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent> {
     const t = new GeminiStreamTranslator(id);
     const ctl = new RequestControl(signal);
-    return new EventStream((c) => open(request, t, c), t, ctl);
+    return new TranslatedStream(() => open(request, t, ctl), t, {
+      end: () => t.end(ctl.callerAborted),
+      fail: (err) => t.fail(err, ctl.callerAborted, ctl.timedOut),
+      finish: () => ctl.finish(),
+    });
   }
 
   return {
@@ -143,73 +148,3 @@ class RequestControl {
   }
 }
 
-const DONE: IteratorResult<ProviderEvent> = { value: undefined, done: true };
-
-/**
- * The normalized stream over the SDK's raw one. Hand-written rather than an async generator:
- * a generator adds a promise hop per yielded event, and this sits on the per-chunk path.
- */
-class EventStream implements AsyncIterableIterator<ProviderEvent> {
-  private inner: AsyncIterator<unknown> | undefined;
-  private read = 0;
-  private ended = false;
-
-  constructor(
-    private readonly start: (ctl: RequestControl) => Promise<AsyncIterator<unknown> | undefined>,
-    private readonly t: GeminiStreamTranslator,
-    private readonly ctl: RequestControl,
-  ) {}
-
-  [Symbol.asyncIterator](): this {
-    return this;
-  }
-
-  next(): Promise<IteratorResult<ProviderEvent>> {
-    const out = this.t.out;
-    if (this.read < out.length) {
-      const value = out[this.read++]!;
-      if (this.read === out.length) {
-        out.length = 0;
-        this.read = 0;
-      }
-      return Promise.resolve({ value, done: false });
-    }
-    return this.ended ? Promise.resolve(DONE) : this.pull();
-  }
-
-  private async pull(): Promise<IteratorResult<ProviderEvent>> {
-    const t = this.t;
-    try {
-      if (!this.inner) {
-        const raw = await this.start(this.ctl);
-        if (!raw) this.close();
-        else this.inner = raw;
-      }
-      while (!this.ended) {
-        const r = await this.inner!.next();
-        if (r.done) {
-          t.end(this.ctl.callerAborted);
-          this.close();
-        } else t.handle(r.value as Record<string, unknown>);
-        if (t.failed) this.close();
-        if (t.out.length) break;
-      }
-    } catch (err) {
-      t.fail(err, this.ctl.callerAborted, this.ctl.timedOut);
-      this.close();
-    }
-    return this.next();
-  }
-
-  private close(): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.ctl.finish();
-  }
-
-  async return(): Promise<IteratorResult<ProviderEvent>> {
-    this.close();
-    this.t.out.length = 0;
-    return DONE;
-  }
-}

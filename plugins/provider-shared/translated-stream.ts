@@ -1,0 +1,100 @@
+/**
+ * The normalized provider stream over an SDK's raw one, shared by the provider plugins. A
+ * translator turns each raw SDK event into zero or more normalized events (queued in `out`);
+ * this class hands them out. Hand-written rather than an async generator: a generator adds a
+ * promise hop per yielded event, and this sits on the per-delta path.
+ */
+import type { ProviderEvent } from '../../plugin-api.js';
+
+/** Turns raw SDK events into normalized ones. */
+export interface StreamTranslator {
+  /** Normalized events waiting to be read; the stream drains (and empties) it. */
+  readonly out: ProviderEvent[];
+  /** Set once an error event was queued: reading stops. */
+  readonly failed: boolean;
+  handle(raw: Record<string, unknown>): void;
+}
+
+/** How this provider's request ends, fails and is let go of. */
+export interface StreamControl {
+  /** The SDK stream ended (the translator checks it ended properly). */
+  end(): void;
+  /** The SDK threw (network, parse, abort): queue exactly one error event. */
+  fail(err: unknown): void;
+  /** Reading stopped for any reason: release the request. Called once. */
+  finish?(): void;
+}
+
+const DONE: IteratorResult<ProviderEvent> = { value: undefined, done: true };
+
+export class TranslatedStream implements AsyncIterableIterator<ProviderEvent> {
+  private inner: AsyncIterator<unknown> | undefined;
+  private read = 0;
+  private ended = false;
+
+  constructor(
+    /** Open the SDK stream; undefined when the request could not start (the translator has the error). */
+    private readonly start: () => Promise<AsyncIterable<unknown> | AsyncIterator<unknown> | undefined>,
+    private readonly t: StreamTranslator,
+    private readonly ctl: StreamControl,
+  ) {}
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<ProviderEvent>> {
+    return this.read < this.t.out.length ? Promise.resolve(this.take()) : this.ended ? Promise.resolve(DONE) : this.pull();
+  }
+
+  /** The next queued event, or DONE once the queue is empty and the stream ended. */
+  private take(): IteratorResult<ProviderEvent> {
+    const out = this.t.out;
+    if (this.read >= out.length) return DONE;
+    const value = out[this.read++]!;
+    if (this.read === out.length) {
+      out.length = 0;
+      this.read = 0;
+    }
+    return { value, done: false };
+  }
+
+  private async pull(): Promise<IteratorResult<ProviderEvent>> {
+    const t = this.t;
+    try {
+      if (!this.inner) {
+        const raw = await this.start();
+        if (!raw) this.close();
+        else this.inner = Symbol.asyncIterator in raw ? (raw as AsyncIterable<unknown>)[Symbol.asyncIterator]() : (raw as AsyncIterator<unknown>);
+      }
+      while (!this.ended) {
+        const r = await this.inner!.next();
+        if (r.done) {
+          this.ctl.end();
+          this.close();
+        } else t.handle(r.value as Record<string, unknown>);
+        if (t.failed) this.close();
+        if (t.out.length) break;
+      }
+    } catch (err) {
+      this.ctl.fail(err);
+      this.close();
+    }
+    // A plain value, not this.next(): returning a promise from an async function costs extra ticks per event.
+    return this.take();
+  }
+
+  /** Stop reading: returning the SDK's iterator early makes it abort the request. */
+  private close(): void {
+    if (this.ended) return;
+    this.ended = true;
+    void this.inner?.return?.()?.catch(() => undefined);
+    this.ctl.finish?.();
+  }
+
+  async return(): Promise<IteratorResult<ProviderEvent>> {
+    this.close();
+    this.t.out.length = 0;
+    return DONE;
+  }
+}
