@@ -557,13 +557,21 @@ export interface RunOptions {
   clientRequestId?: string;
   /** Aborting it stops the run, like `RunHandle.abort`. */
   signal?: AbortSignal;
+  /**
+   * Keep the run's event log for `RunHandle.events` (default true). Hosts that consume events
+   * through `RuntimeApi.onEvent` (the gateway) pass false, so a long reply is not held twice.
+   */
+  keepEvents?: boolean;
 }
 
 /** A running (or finished) run. */
 export interface RunHandle {
   runId: string;
   conversationId: string;
-  /** Every event of this run, in order. Reading slowly never slows the run. */
+  /**
+   * Every event of this run, in order. Reading slowly never slows the run. Iterating throws
+   * when the run was started with `keepEvents: false`.
+   */
   events: AsyncIterable<LifecycleEvent>;
   /** Settles when the run ends (never rejects). */
   result: Promise<RunResult>;

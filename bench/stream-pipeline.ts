@@ -135,7 +135,7 @@ export async function benchStreamPipeline(format: BenchFormat, n: number, url: s
     const sub = kernel.runtime.onEvent((e) => {
       if (e.type === 'message_update') deltas++;
     });
-    const run = kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }], mode: 'text', provider: spec.provider });
+    const run = kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }], mode: 'text', provider: spec.provider, keepEvents: false });
     const r = await run.result;
     sub.dispose();
     if (r.status !== 'completed') throw new Error(`pipeline run failed: ${r.error?.message}`);

@@ -7,8 +7,11 @@ export class EventLog<T> implements AsyncIterable<T> {
   private closed = false;
   private waiters: Array<() => void> = [];
 
+  /** A log that keeps nothing (its owner publishes events elsewhere); iterating it is a mistake. */
+  constructor(private readonly keep = true) {}
+
   push(item: T): void {
-    if (this.closed) return;
+    if (this.closed || !this.keep) return;
     this.items.push(item);
     this.wake();
   }
@@ -31,6 +34,7 @@ export class EventLog<T> implements AsyncIterable<T> {
    * hops on every streamed delta.
    */
   [Symbol.asyncIterator](): AsyncIterator<T> {
+    if (!this.keep) throw new Error('this run keeps no event log (it was started with keepEvents: false); use runtime.onEvent');
     let i = 0;
     const next = (): Promise<IteratorResult<T>> => {
       if (i < this.items.length) return Promise.resolve({ value: this.items[i++]!, done: false });

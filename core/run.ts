@@ -64,6 +64,7 @@ export interface ResolvedRun {
   model: string;
   workdir: string;
   signal?: AbortSignal;
+  keepEvents?: boolean;
 }
 
 const ZERO_USAGE: Usage = { inputTokens: 0, outputTokens: 0 };
@@ -71,8 +72,8 @@ const ZERO_USAGE: Usage = { inputTokens: 0, outputTokens: 0 };
 export class Run implements RunHandle {
   readonly runId = newRunId();
   readonly conversationId: string;
-  readonly log = new EventLog<LifecycleEvent>();
-  readonly events: AsyncIterable<LifecycleEvent> = this.log;
+  readonly log: EventLog<LifecycleEvent>;
+  readonly events: AsyncIterable<LifecycleEvent>;
   readonly result: Promise<RunResult>;
   private readonly controller = new AbortController();
   private readonly produced: Message[] = [];
@@ -81,6 +82,8 @@ export class Run implements RunHandle {
 
   constructor(private readonly deps: RunDeps, private readonly opts: ResolvedRun) {
     this.conversationId = opts.session.conversationId;
+    this.log = new EventLog<LifecycleEvent>(opts.keepEvents !== false);
+    this.events = this.log;
     if (opts.signal) {
       if (opts.signal.aborted) this.controller.abort();
       else opts.signal.addEventListener('abort', () => this.abort('signal'), { once: true });

@@ -22,6 +22,7 @@ const RunOptionsSchema = z.object({
   workdir: z.string().min(1).optional(),
   clientRequestId: z.string().min(1).max(200).optional(),
   truncateFromMessageId: z.string().min(1).optional(),
+  keepEvents: z.boolean().optional(),
 });
 
 export interface RuntimeDeps {
@@ -109,6 +110,7 @@ export class Runtime implements RuntimeApi {
         model: this.resolveModel(provider, options.model),
         workdir: path.resolve(options.workdir ?? process.cwd()),
         ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.keepEvents === false ? { keepEvents: false } : {}),
       },
     );
     session.begin(run, options.clientRequestId);

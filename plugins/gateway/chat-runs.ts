@@ -222,7 +222,8 @@ export class ChatRuns {
   private async start(client: GatewayClient | undefined, options: RunOptions & { clientRequestId: string }): Promise<unknown> {
     let handle: RunHandle;
     try {
-      handle = this.d.runtime.startRun(options);
+      // The gateway reads every event through runtime.onEvent; the run need not keep its own log.
+      handle = this.d.runtime.startRun({ ...options, keepEvents: false });
     } catch (err) {
       const code = (err as { code?: unknown }).code;
       throw new ReplyError(typeof code === 'string' ? code : 'internal', (err as Error).message);

@@ -240,5 +240,15 @@ describe('kernel turn', () => {
     await kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }] }).result;
     expect(calls).toEqual([]);
   });
+
+  it('a run started with keepEvents: false keeps no log, and its events still reach onEvent listeners', async () => {
+    const { kernel } = await boot([{ text: ['a', 'b'] }]);
+    const seen: string[] = [];
+    kernel.runtime.onEvent((e) => seen.push(e.type));
+    const run = kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }], keepEvents: false });
+    expect(() => run.events[Symbol.asyncIterator]()).toThrow(/keepEvents: false/);
+    expect((await run.result).status).toBe('completed');
+    expect(seen.at(-1)).toBe('agent_end');
+  });
 });
 
