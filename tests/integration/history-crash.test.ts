@@ -19,6 +19,7 @@ import { createKernel, type Kernel } from '../../core/kernel.js';
 import historySqlite from '../../plugins/history-sqlite/index.js';
 import { HISTORY_SERVICE, type HistoryService } from '../../plugins/history-sqlite/service.js';
 import { fakeProvider } from '../helpers/fake-provider.js';
+import { collectAll } from '../helpers/streams.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 let bundleDir = '';
@@ -120,11 +121,7 @@ async function boot(home: string, provider: Provider, extra: Plugin[] = []) {
   return { kernel, history: kernel.services.get<HistoryService>(HISTORY_SERVICE)! };
 }
 
-async function collect(events: AsyncIterable<LifecycleEvent>) {
-  const out: LifecycleEvent[] = [];
-  for await (const e of events) out.push(e);
-  return out;
-}
+const collect = collectAll<LifecycleEvent>;
 
 const textOf = (m: Message) => m.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
 

@@ -3,12 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import type { LifecycleEvent, Message, Plugin, Provider, ProviderEvent, Settings } from '../../plugin-api.js';
 import { createKernel, type Kernel } from '../../core/kernel.js';
 import historySqlite from '../../plugins/history-sqlite/index.js';
 import { HISTORY_SERVICE, type ConversationDetail, type HistoryService } from '../../plugins/history-sqlite/service.js';
 import { fakeProvider, type FakeStep } from '../helpers/fake-provider.js';
+import { collectAll } from '../helpers/streams.js';
+import { echoToolPlugin } from '../helpers/echo-tool.js';
 
 const kernels: Kernel[] = [];
 const homes: string[] = [];
@@ -35,11 +36,7 @@ async function stop(kernel: Kernel) {
   await kernel.shutdown();
 }
 
-async function collect(events: AsyncIterable<LifecycleEvent>) {
-  const out: LifecycleEvent[] = [];
-  for await (const e of events) out.push(e);
-  return out;
-}
+const collect = collectAll<LifecycleEvent>;
 
 const text = (t: string) => [{ type: 'text' as const, text: t }];
 const textOf = (m: Message) => m.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
@@ -55,19 +52,7 @@ async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, tim
   }
 }
 
-const echoTool: Plugin = {
-  name: 'tool-echo',
-  apply(ctx) {
-    ctx.registerTool({
-      name: 'Echo',
-      description: 'Echo text back',
-      parameters: z.object({ text: z.string() }),
-      async execute(args: { text: string }) {
-        return { content: [{ type: 'text', text: `echo:${args.text}` }] };
-      },
-    });
-  },
-};
+const echoTool = echoToolPlugin;
 
 describe('history-sqlite', () => {
   it('a conversation persists across kernel restarts, and seq keeps rising across kernels', async () => {

@@ -5,6 +5,7 @@
 import type { Message, Provider, ProviderEvent, ProviderRequest } from '../../plugin-api.js';
 import { createAnthropicProvider, type AnthropicProviderOptions } from '../../plugins/provider-anthropic/index.js';
 import { startMockAnthropic, type AnthropicScript, type MockAnthropicServer } from '../fixtures/mock-anthropic.js';
+import { collectAll, errorsOf, streamedText } from '../helpers/streams.js';
 
 export const KEY = 'sk-ant-test-key';
 
@@ -44,17 +45,8 @@ export function request(extra: Partial<ProviderRequest> = {}): ProviderRequest {
   };
 }
 
-export async function collect(provider: Provider, req: ProviderRequest = request(), signal: AbortSignal = new AbortController().signal): Promise<ProviderEvent[]> {
-  const out: ProviderEvent[] = [];
-  for await (const ev of provider.stream(req, signal)) out.push(ev);
-  return out;
+export function collect(provider: Provider, req: ProviderRequest = request(), signal: AbortSignal = new AbortController().signal): Promise<ProviderEvent[]> {
+  return collectAll(provider.stream(req, signal));
 }
 
-/** The text of all text deltas (what a user saw stream by). */
-export function streamedText(events: ProviderEvent[]): string {
-  return events.map((e) => (e.type === 'text_delta' ? e.text : '')).join('');
-}
-
-export function errorsOf(events: ProviderEvent[]) {
-  return events.flatMap((e) => (e.type === 'error' ? [e.error] : []));
-}
+export { errorsOf, streamedText };

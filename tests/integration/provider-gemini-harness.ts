@@ -5,6 +5,7 @@
 import type { Message, Provider, ProviderEvent, ProviderRequest, ToolSpec } from '../../plugin-api.js';
 import { createGeminiProvider, type GeminiProviderOptions } from '../../plugins/provider-gemini/index.js';
 import { MOCK_GEMINI_KEY, startMockGemini, type GeminiChunk, type GeminiMockServer, type MockScript, type StartMockGeminiOptions } from '../fixtures/mock-gemini.js';
+import { collectAll, errorsOf, streamedText } from '../helpers/streams.js';
 
 export const KEY = MOCK_GEMINI_KEY;
 export const MODEL = 'gemini-2.5-flash';
@@ -52,20 +53,11 @@ export function toolsFor(chunks: GeminiChunk[]): ToolSpec[] {
   return [...names].map((name) => ({ name, description: `${name} (test)`, inputSchema: { type: 'object', properties: { location: { type: 'string' } } } }));
 }
 
-export async function collect(provider: Provider, req: ProviderRequest = request(), signal: AbortSignal = new AbortController().signal): Promise<ProviderEvent[]> {
-  const out: ProviderEvent[] = [];
-  for await (const ev of provider.stream(req, signal)) out.push(ev);
-  return out;
+export function collect(provider: Provider, req: ProviderRequest = request(), signal: AbortSignal = new AbortController().signal): Promise<ProviderEvent[]> {
+  return collectAll(provider.stream(req, signal));
 }
 
-/** The text of all text deltas (what a user saw stream by). */
-export function streamedText(events: ProviderEvent[]): string {
-  return events.map((e) => (e.type === 'text_delta' ? e.text : '')).join('');
-}
-
-export function errorsOf(events: ProviderEvent[]) {
-  return events.flatMap((e) => (e.type === 'error' ? [e.error] : []));
-}
+export { errorsOf, streamedText };
 
 /** Generated tool-call ids differ per run: replace them by their order of appearance. */
 export function stableIds(events: ProviderEvent[]): ProviderEvent[] {

@@ -8,8 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import type { LifecycleEvent, Plugin, PluginModule, Settings } from '../../plugin-api.js';
+import type { LifecycleEvent, PluginModule, Settings } from '../../plugin-api.js';
 import { createKernel, type Kernel } from '../../core/kernel.js';
 import openaiPlugin, { createOpenAIPlugin } from '../../plugins/provider-openai/index.js';
 import { encodeSse, startMockServer, type MockServer } from '../fixtures/mock-http.js';
@@ -22,6 +21,7 @@ import {
   startMockOpenAI,
   type MockOpenAI,
 } from '../fixtures/mock-openai.js';
+import { echoToolPlugin } from '../helpers/echo-tool.js';
 
 let server: MockOpenAI;
 const kernels: Kernel[] = [];
@@ -38,19 +38,7 @@ afterEach(async () => {
   for (const k of kernels.splice(0)) await k.shutdown();
 });
 
-const echoTool: Plugin = {
-  name: 'tool-echo',
-  apply(ctx) {
-    ctx.registerTool({
-      name: 'Echo',
-      description: 'Echo text back',
-      parameters: z.object({ text: z.string() }),
-      async execute(args: { text: string }) {
-        return { content: [{ type: 'text', text: `echo:${args.text}` }] };
-      },
-    });
-  },
-};
+const echoTool = echoToolPlugin;
 
 function tmpHome(): string {
   const h = fs.mkdtempSync(path.join(os.tmpdir(), 'la-openai-kernel-'));

@@ -8,9 +8,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import type { Plugin } from '../../plugin-api.js';
 import { createKernel, type Kernel } from '../../core/kernel.js';
+import { echoToolPlugin } from '../helpers/echo-tool.js';
 import historySqlite from '../../plugins/history-sqlite/index.js';
 import providerAnthropic from '../../plugins/provider-anthropic/index.js';
 import providerGemini from '../../plugins/provider-gemini/index.js';
@@ -28,17 +27,7 @@ let gemini: GeminiMockServer;
 let openai: MockOpenAI;
 let kernel: Kernel;
 
-const echo: Plugin = {
-  name: 'test-echo',
-  apply(ctx) {
-    ctx.registerTool({
-      name: 'Echo',
-      description: 'Echo text back',
-      parameters: z.object({ text: z.string() }),
-      execute: async (a: { text: string }) => ({ content: [{ type: 'text', text: `echoed:${a.text}` }] }),
-    });
-  },
-};
+const echo = echoToolPlugin;
 
 beforeAll(async () => {
   anthropic = await startMockAnthropic({
@@ -98,7 +87,7 @@ describe('switching provider mid-conversation', () => {
     expect(g.contents.map((c: { role: string }) => c.role)).toEqual(['user', 'model', 'user', 'model', 'user']);
     expect(gText).toContain('"functionCall"');
     expect(gText).toContain('"functionResponse"');
-    expect(gText).toContain('echoed:ping');
+    expect(gText).toContain('echo:ping');
 
     await run('codex', 'now codex', id);
     const r = openai.requests.filter((q) => q.path.startsWith('/v1/responses')).at(-1)!.body;

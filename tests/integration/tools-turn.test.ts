@@ -6,6 +6,7 @@ import type { LifecycleEvent, Message, Plugin, ProviderRequest, ToolResultBlock 
 import { createKernel, type Kernel } from '../../core/kernel.js';
 import { builtinToolPlugins } from '../../plugins/tool-shared/index.js';
 import { fakeProvider, type FakeStep } from '../helpers/fake-provider.js';
+import { collectAll } from '../helpers/streams.js';
 
 const kernels: Kernel[] = [];
 const dirs: string[] = [];
@@ -29,11 +30,7 @@ async function boot(steps: FakeStep[] | ((req: ProviderRequest, i: number) => Fa
   return { kernel, provider };
 }
 
-async function collect(events: AsyncIterable<LifecycleEvent>) {
-  const out: LifecycleEvent[] = [];
-  for await (const e of events) out.push(e);
-  return out;
-}
+const collect = collectAll<LifecycleEvent>;
 
 const DELETE_RULE = 'Delete files and folders only with the Delete tool, never with Bash, ManagedProcess, scripts or deleting CLIs.';
 const STAGE_RULE = 'To stage a tracked deletion, call Delete first, then run `git add -u -- <exact workspace-relative path>`.';

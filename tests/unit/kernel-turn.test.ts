@@ -6,6 +6,7 @@ import { z } from 'zod';
 import type { LifecycleEvent, Plugin } from '../../plugin-api.js';
 import { createKernel, type Kernel } from '../../core/kernel.js';
 import { fakeProvider, type FakeStep } from '../helpers/fake-provider.js';
+import { collectAll } from '../helpers/streams.js';
 
 const kernels: Kernel[] = [];
 afterEach(async () => {
@@ -24,11 +25,7 @@ async function boot(steps: FakeStep[], extra: Plugin[] = [], settings = {}) {
   return { kernel, provider };
 }
 
-async function collect(events: AsyncIterable<LifecycleEvent>) {
-  const out: LifecycleEvent[] = [];
-  for await (const e of events) out.push(e);
-  return out;
-}
+const collect = collectAll<LifecycleEvent>;
 
 const echoTool: Plugin = {
   name: 'tool-echo',
