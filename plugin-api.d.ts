@@ -246,7 +246,10 @@ export interface PluginContext {
   readonly config: unknown;
   /** The whole settings store (read, write, watch). */
   readonly settings: SettingsStore;
-  /** Everything pushed here is disposed when the plugin unloads (in reverse order). */
+  /**
+   * Everything pushed here is disposed when the plugin unloads (in reverse order). Registrations
+   * and taps are tracked here too, and leave the list when disposed earlier.
+   */
   readonly subscriptions: Disposable[];
   /** Paths the host runs with. */
   readonly paths: RuntimePaths;

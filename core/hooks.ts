@@ -166,13 +166,31 @@ export function facadeFor<T extends object, F>(
   for (const [hookName, hook] of Object.entries(hooks) as Array<[string, AnyHook]>) {
     out[hookName] = {
       tap(fn, options) {
-        const d = tapAs(plugin, hookName, hook, fn, options, onNotifyError);
-        subscriptions.push(d);
-        return d;
+        return trackDisposable(subscriptions, tapAs(plugin, hookName, hook, fn, options, onNotifyError));
       },
     };
   }
   return Object.freeze(out) as F;
+}
+
+/**
+ * Keep `d` in a plugin's subscriptions until it is disposed, by the plugin or at unload.
+ * Disposing it early also takes it out of the list, so registrations that come and go (MCP
+ * tools across server restarts) never pile up there.
+ */
+export function trackDisposable(subscriptions: Disposable[], d: Disposable): Disposable {
+  let done = false;
+  const tracked: Disposable = {
+    dispose() {
+      if (done) return;
+      done = true;
+      const i = subscriptions.indexOf(tracked);
+      if (i >= 0) subscriptions.splice(i, 1);
+      d.dispose();
+    },
+  };
+  subscriptions.push(tracked);
+  return tracked;
 }
 
 export type { KernelHookTaps, SessionHookTaps };

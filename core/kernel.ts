@@ -6,7 +6,7 @@
 import { asClass, asValue, createContainer, InjectionMode, type AwilixContainer } from 'awilix';
 import type { Disposable, KernelHookTaps, Plugin, PluginContext, PluginModule, RuntimeErrorInfo, RuntimePaths, SessionHookTaps, Settings } from '../plugin-api.js';
 import { ConfigError, PluginError, RuntimeError, toErrorInfo } from './errors.js';
-import { createKernelHooks, createSessionHooks, facadeFor, type KernelHooks, type SessionHooks } from './hooks.js';
+import { createKernelHooks, createSessionHooks, facadeFor, trackDisposable, type KernelHooks, type SessionHooks } from './hooks.js';
 import { createLogger, type LogSink } from './logger.js';
 import { resolvePaths } from './paths.js';
 import { discoverThirdParty, orderPlugins, resolvePluginModule } from './plugin-loader.js';
@@ -237,10 +237,7 @@ function makeContext(plugin: Plugin, subs: Disposable[], d: ContextDeps): Plugin
     }
     config = r.data;
   }
-  const track = (disp: Disposable) => {
-    subs.push(disp);
-    return disp;
-  };
+  const track = (disp: Disposable) => trackDisposable(subs, disp);
   return Object.freeze({
     name,
     hooks: facadeFor<KernelHooks, KernelHookTaps>(name, d.kernelHooks as never, subs, d.reportFailure),

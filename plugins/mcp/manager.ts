@@ -22,7 +22,8 @@ export class McpManager {
     const host: ConnectionHost = {
       logger: ctx.logger,
       options: () => this.options,
-      registerTool: (tool) => this.registerTool(tool),
+      // Withdrawn registrations leave ctx.subscriptions by themselves (the kernel tracks them).
+      registerTool: (tool) => ctx.registerTool(tool),
       takenNames: (own) => new Set(ctx.runtime.tools().map((t) => t.name).filter((n) => !own.has(n))),
       changed: () => this.notify(),
     };
@@ -114,18 +115,6 @@ export class McpManager {
     if (error && error !== this.optionsError) this.ctx.logger.error(error);
     this.options = options;
     this.optionsError = error;
-  }
-
-  /** Tool registrations come and go with restarts: take each out of `subscriptions` when withdrawn. */
-  private registerTool(tool: Parameters<PluginContext['registerTool']>[0]): Disposable {
-    const d = this.ctx.registerTool(tool);
-    return {
-      dispose: () => {
-        d.dispose();
-        const i = this.ctx.subscriptions.indexOf(d);
-        if (i >= 0) this.ctx.subscriptions.splice(i, 1);
-      },
-    };
   }
 
   private notify(): void {

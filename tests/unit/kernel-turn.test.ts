@@ -247,5 +247,26 @@ describe('kernel turn', () => {
     expect((await run.result).status).toBe('completed');
     expect(seen.at(-1)).toBe('agent_end');
   });
+
+  it('a registration disposed by its plugin leaves its subscriptions, so tools that come and go never pile up', async () => {
+    let subs: unknown[] = [];
+    let register: () => { dispose(): void } = () => ({ dispose() {} });
+    const flaky: Plugin = {
+      name: 'flaky',
+      apply(ctx) {
+        subs = ctx.subscriptions;
+        register = () => ctx.registerTool({ name: 'Flaky', description: 'x', parameters: z.object({}), execute: async () => ({ content: [] }) });
+      },
+    };
+    const { kernel } = await boot([], [flaky]);
+    const before = subs.length;
+    for (let i = 0; i < 5; i++) register().dispose();
+    expect(subs.length).toBe(before);
+    const kept = register();
+    expect(subs.length).toBe(before + 1);
+    expect(kernel.runtime.tools().map((t) => t.name)).toContain('Flaky');
+    kept.dispose();
+    expect(kernel.runtime.tools().map((t) => t.name)).not.toContain('Flaky');
+  });
 });
 
