@@ -29,7 +29,6 @@ import type {
   ToolDefinition,
   Usage,
 } from '../plugin-api.js';
-import { SystemPromptStages } from './define-plugin.js';
 import { CancelledError, ProviderError, UsageError, toErrorInfo } from './errors.js';
 import { EventLog } from './event-queue.js';
 import { repairHistory } from './history-repair.js';
@@ -291,12 +290,14 @@ export class Run implements RunHandle {
     // Tool rules are derived per request from the tools offered now, and never stored.
     const rules = [...new Set(ctx.tools.flatMap((t) => t.promptRules ?? []))];
     if (rules.length) system = [...system, { id: 'tool-rules', text: `Tool rules:\n${rules.map((r) => `- ${r}`).join('\n')}` }];
-    void SystemPromptStages;
     let messages = await hooks.messages.promise(history.slice(), ctx);
     if (hooks.compaction.isUsed()) {
       const decision = await hooks.compaction.promise(messages, ctx);
-      if (decision?.compact) this.emit({ type: 'compaction', payload: { reason: decision.reason, round: ctx.round } });
-      messages = await hooks.messages.promise(history.slice(), ctx);
+      if (decision?.compact) {
+        this.emit({ type: 'compaction', payload: { reason: decision.reason, round: ctx.round } });
+        // The compaction plugin's messages tap now drops what the checkpoint covers: build again.
+        messages = await hooks.messages.promise(history.slice(), ctx);
+      }
     }
     // Request options carry the provider's settings, but never its credentials: providerRequest
     // taps (and anything they log) must not see keys. Providers read keys from settings.
