@@ -50,9 +50,12 @@ describe('gateway: MCP server state', () => {
     expect(!bad.ok && bad.error.message).toMatch(/mcpServers\.oops\.args/);
     const mcp = b.server.kernel.services.get<McpService>('mcp')!;
     expect(Object.keys((b.server.kernel.settings.get() as { mcpServers: object }).mcpServers)).toEqual(['dyn']);
+    await expect.poll(() => mcp.servers()[0]!.state, { timeout: 10_000 }).toBe('connected');
+    const pidBefore = mcp.servers()[0]!.pid;
     const restarted = await c.ok<{ servers: McpServerSummary[] }>({ type: 'mcp.restart', name: 'dyn' });
     expect(restarted.servers.find((s) => s.name === 'dyn')?.state).toBe('connected');
-    expect(mcp.servers()[0]!.restarts).toBeGreaterThanOrEqual(0);
+    // A new process: the restart really reconnected.
+    expect(mcp.servers()[0]!.pid).not.toBe(pidBefore);
     const unknown = await c.request({ type: 'mcp.restart', name: 'nope' });
     expect(!unknown.ok && unknown.error.code).toBe('not_found');
   });
