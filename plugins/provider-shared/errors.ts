@@ -1,9 +1,60 @@
 /**
  * Turning SDK failures into normalized ProviderErrorInfo, shared by every provider plugin so
  * that retry decisions are made the same way everywhere: retry 408, 409, 429, 5xx and
- * "overloaded"; never 400, 401, 403, or an exhausted quota.
+ * "overloaded"; never 400, 401, 403, or an exhausted quota. A prompt too long for the model's
+ * context window is `context_overflow` (not retryable as is: the kernel compacts first), told
+ * apart from other 400s only by its wording, since no two providers share a code for it.
  */
 import type { ProviderErrorInfo } from '../../plugin-api.js';
+
+/**
+ * How providers say "the prompt does not fit the context window" (matched case-insensitively):
+ * Anthropic "prompt is too long: N tokens > M maximum"; OpenAI code `context_length_exceeded`,
+ * "This model's maximum context length is N tokens" (Chat) and "Your input exceeds the context
+ * window of this model" (Responses); Gemini "The input token count (N) exceeds the maximum number
+ * of tokens allowed (M)"; llama.cpp `exceed_context_size_error` "request (N tokens) exceeds the
+ * available context size (M tokens)" (wording varies by build); vLLM, DeepSeek, Mistral, OpenRouter "maximum context
+ * length"; xAI "maximum prompt length is"; Bedrock "Input is too long"; and the generic
+ * "context length exceeded" / "too many tokens" of proxies.
+ */
+const OVERFLOW_PATTERN = new RegExp(
+  [
+    'prompt is too long',
+    'prompt too long',
+    'input is too long',
+    'context[_ ]length[_ ]exceeded',
+    'context[_ ]window[_ ]exceeded',
+    'context_overflow',
+    'exceed_context_size',
+    'maximum context length',
+    'maximum prompt length',
+    'too many tokens',
+    'exceeds the maximum number of tokens',
+    'reduce the length of the messages',
+    // "exceeds the context window", "exceeds the available context size", "exceed context limit".
+    "exceed(?:s|ed)?\\b[^.]{0,40}?\\bcontext (?:window|length|size|limit)",
+    // Older llama.cpp "is larger than the max context size", LM Studio "greater than the context length".
+    '(?:larger|greater) than the (?:max |maximum )?context (?:size|length)',
+  ].join('|'),
+  'i',
+);
+
+/**
+ * An output cap the model cannot honour is the caller's setting, not the conversation: compacting
+ * would not help. vLLM words it "'max_tokens' or 'max_completion_tokens' is too large: N. This
+ * model's maximum context length is ...", so this check wins over OVERFLOW_PATTERN.
+ */
+const OUTPUT_CAP_PATTERN = /\b(?:max_tokens|max_completion_tokens|max_output_tokens|max_new_tokens|maxOutputTokens)\b'?[^.]{0,40}?\bis too large/i;
+
+/** "Too many tokens per minute" is a rate limit, which waiting fixes and compacting does not. */
+const RATE_PATTERN = /rate.?limit|tokens per min|\bTPM\b/i;
+
+/** True when the text says the prompt does not fit the model's context window. */
+export function isContextOverflow(text: string): boolean {
+  return OVERFLOW_PATTERN.test(text) && !OUTPUT_CAP_PATTERN.test(text) && !RATE_PATTERN.test(text);
+}
+
+const OVERFLOW = { code: 'context_overflow', retryable: false } as const;
 
 const QUOTA_PATTERN = /insufficient_quota|quota|billing|credit balance|RESOURCE_EXHAUSTED.*(quota|billing)|exceeded your current quota/i;
 
@@ -23,12 +74,15 @@ export function retryAfterMs(headers: Headers | Record<string, string | undefine
 /** Classify an HTTP status (+ body text) into a code and whether a retry may help. */
 export function classifyStatus(status: number | undefined, text = ''): Pick<ProviderErrorInfo, 'code' | 'retryable'> {
   if (status === undefined) {
+    if (isContextOverflow(text)) return { ...OVERFLOW };
     if (/overloaded/i.test(text)) return { code: 'overloaded', retryable: true };
     return { code: 'stream', retryable: false };
   }
   if (status === 429 && QUOTA_PATTERN.test(text)) return { code: 'quota', retryable: false };
   if (status === 401) return { code: 'auth', retryable: false };
   if (status === 403) return { code: 'forbidden', retryable: false };
+  // 413: the body is over the size limit (Anthropic request_too_large), whatever the wording.
+  if (status === 413 || ((status === 400 || status === 422) && isContextOverflow(text))) return { ...OVERFLOW };
   if (status === 400 || status === 404 || status === 422) return { code: 'bad_request', retryable: false };
   if (status === 408) return { code: 'timeout', retryable: true };
   if (status === 409) return { code: 'conflict', retryable: true };
