@@ -493,7 +493,11 @@ export interface ProviderErrorInfo {
   message: string;
   /** HTTP status when there was one. */
   status?: number;
-  /** e.g. `overloaded`, `rate_limited`, `auth`, `bad_request`, `network`, `stream`, `timeout`. */
+  /**
+   * e.g. `overloaded`, `rate_limited`, `auth`, `bad_request`, `network`, `stream`, `timeout`, and
+   * `context_overflow` when the prompt does not fit the model's context window (the kernel then
+   * compacts and retries once).
+   */
   code: string;
   retryable: boolean;
   /** Milliseconds the server asked us to wait. */
@@ -538,6 +542,48 @@ export interface RuntimeApi {
    * and awaited, and a later run on that id fails as unknown unless a store knows it.
    */
   forgetConversation(conversationId: string): Promise<void>;
+  /**
+   * Compact a stored conversation now (trigger `manual`): the `compaction` hook answers and the
+   * checkpoint is stored through `saveCheckpoint`. Emits `compaction` events like a run does.
+   * Contract: refused (UsageError) while the conversation has a run in progress or another
+   * compaction; a run started meanwhile waits for it. Never rejects for a failed summary: the
+   * outcome says `failed` and the history is left exactly as it was.
+   */
+  compact(conversationId: string, options?: { signal?: AbortSignal }): Promise<CompactionOutcome>;
+  /**
+   * One model call outside any run (summaries, titles, memory extraction), with the kernel's
+   * retries before output, idle watchdog and abort. Resolves with the whole reply; rejects with a
+   * ProviderError (`details.code` is the provider's error code) or a CancelledError.
+   */
+  complete(options: CompletionOptions): Promise<CompletionResult>;
+}
+
+/** A one-off model call ({@link RuntimeApi.complete}). */
+export interface CompletionOptions {
+  /** Provider id or alias. */
+  provider: string;
+  /** Default: the provider's default model. */
+  model?: string;
+  /** System prompt parts (default none). */
+  system?: SystemPart[];
+  /** The conversation to answer (at least one message). */
+  messages: Message[];
+  /** Output cap (default: the provider's). */
+  maxOutputTokens?: number;
+  /** Aborting it rejects with a CancelledError. */
+  signal?: AbortSignal;
+  /** Recorded on the request (providers use it for caching and chaining); default a fresh id. */
+  conversationId?: string;
+}
+
+/** The reply of {@link RuntimeApi.complete}. */
+export interface CompletionResult {
+  /** The assistant message as a run would have stored it. */
+  message: Message;
+  /** Its text blocks, joined. */
+  text: string;
+  /** Token usage, when the provider reported it. */
+  usage?: Usage;
 }
 
 /** What starts a run. */
@@ -629,6 +675,8 @@ export interface RequestContext {
   /** The tools offered this round (after the `tools` hook). Empty in text mode. */
   tools: ToolDefinition[];
   signal: AbortSignal;
+  /** The context checkpoint in force (its summary is placed at `COMPACTION_SUMMARY`). */
+  checkpoint?: Checkpoint;
 }
 
 /** A stored conversation's history, as the persistence hook loads it. */
@@ -638,7 +686,12 @@ export interface HistorySnapshot {
   messages: Message[];
   /** Summary of earlier segments (compaction), merged into the system prompt. */
   summary?: string;
+  /** The checkpoint that starts the active segment, when a compaction made one. Wins over `summary`. */
+  checkpoint?: Checkpoint;
   lastSeq: number;
+  /** Provider and model of the latest run, when the store knows them (a manual compaction uses them). */
+  provider?: string;
+  model?: string;
 }
 
 /** The round the kernel commits in one transaction. */
@@ -653,6 +706,130 @@ export interface RoundRecord {
   provider: string;
   model: string;
   lastSeq: number;
+}
+
+/** The moment that asked for a compaction. */
+export type CompactionTrigger = 'pre-send' | 'mid-stream' | 'post-tool' | 'overflow' | 'manual';
+
+/** Files the conversation touched, as the compaction ledger keeps them (paths as the tools reported them). */
+export interface FileLedger {
+  /** Files read by successful Read calls. */
+  read: string[];
+  /** Files changed by successful Write / Edit / Delete results (failed results never count). */
+  modified: string[];
+}
+
+/**
+ * A context checkpoint: what a compaction leaves in place of the messages it covers. It starts a
+ * new history segment; later requests carry its summary and ledger in the system prompt (at
+ * `COMPACTION_SUMMARY`) plus only the messages from `firstKeptMessageId` on.
+ */
+export interface Checkpoint {
+  /** `summary`: the covered messages were summarized; `prune`: only old tool outputs were cut. */
+  kind: 'summary' | 'prune';
+  /** Summary of everything before the kept window (a prune carries the earlier one forward; may then be empty). */
+  summary: string;
+  /**
+   * The oldest message kept verbatim; everything before it is covered. Absent: every message is
+   * covered. Contract: never a `tool` message (a call and its result are never split).
+   */
+  firstKeptMessageId?: string;
+  /** Messages this compaction covered (0 for a prune). */
+  coveredMessageCount: number;
+  /** Tool calls in the kept window whose outputs requests replace with a short placeholder. */
+  prunedToolCallIds: string[];
+  /** Cumulative: every earlier checkpoint's ledger merged with what the covered messages did. */
+  ledger: FileLedger;
+  /** The trigger that made it. */
+  trigger: CompactionTrigger;
+  /** Provider that wrote the summary (absent for a prune). */
+  provider?: string;
+  /** Model that wrote the summary. */
+  model?: string;
+  /** Estimated context tokens before the compaction. */
+  tokensBefore: number;
+  /** Estimated context tokens of the window it leaves. */
+  tokensAfter: number;
+  /** Epoch milliseconds. */
+  createdAt: number;
+}
+
+/** What the `compaction` hook is asked. */
+export interface CompactionRequest {
+  /** Which moment asks. */
+  trigger: CompactionTrigger;
+  /**
+   * True when the kernel needs a compaction whatever the estimate says (`manual`, `overflow`,
+   * `mid-stream`); false when the tap decides (`pre-send`, `post-tool`).
+   */
+  force: boolean;
+  /** The active window the next request would carry, oldest first (at pre-send the new user message is last). */
+  messages: Message[];
+  /** The checkpoint in force. */
+  checkpoint?: Checkpoint;
+  /** The request as built, for estimating it (absent for `manual`). */
+  request?: ProviderRequest;
+  /** `overflow`: the provider's error. */
+  error?: ProviderErrorInfo;
+  /** The conversation's provider (the summary's default author). */
+  provider: string;
+  /** The conversation's model. */
+  model: string;
+  /** Aborted when the run (or the manual compaction) is stopped. */
+  signal: AbortSignal;
+  /**
+   * Call once the tap has decided to compact, before the slow part (the summary request): the
+   * kernel emits `compaction` with `phase: 'start'`, so clients show progress.
+   */
+  begin(): void;
+}
+
+/**
+ * How a `compaction` tap answers: a checkpoint to store (the kernel stamps `trigger` and
+ * `createdAt`; `budget` is the estimate for the request built after it), or no compaction with the budget in force (the kernel publishes it as a
+ * `context` event and stops a reply that streams past `replyChars` to compact mid-stream), or a
+ * failure that left nothing changed. Return undefined to let the next tap answer.
+ */
+export type CompactionAnswer =
+  | { checkpoint: Omit<Checkpoint, 'trigger' | 'createdAt'>; budget?: ContextBudget }
+  | { budget: ContextBudget }
+  | { failed: string };
+
+/** The context as a compaction tap estimated it for one request. */
+export interface ContextBudget {
+  /** Estimated tokens of the request. */
+  usedTokens: number;
+  /** The model's context window. */
+  contextWindow: number;
+  /** Over this, the next request compacts first. */
+  thresholdTokens: number;
+  /**
+   * Characters (text, thinking, tool input) the reply may stream before the kernel stops it to
+   * compact (`mid-stream`). Absent: no limit. Only replies without a tool call are stopped.
+   */
+  replyChars?: number;
+}
+
+/** The checkpoint the kernel asks the persistence plugin to store. */
+export interface CheckpointRecord {
+  /** The conversation. */
+  conversationId: string;
+  /** The checkpoint, stamped with its trigger and time. */
+  checkpoint: Checkpoint;
+  /** The sequence number of the compaction's `end` event (to persist as the tail). */
+  lastSeq: number;
+}
+
+/** What {@link RuntimeApi.compact} did. */
+export interface CompactionOutcome {
+  /** `compacted`: a checkpoint was stored; `skipped`: nothing to compact; `failed`: the history is unchanged. */
+  status: 'compacted' | 'skipped' | 'failed';
+  /** The conversation. */
+  conversationId: string;
+  /** The stored checkpoint (`compacted`). */
+  checkpoint?: Checkpoint;
+  /** Why it was skipped or failed. */
+  reason?: string;
 }
 
 /** A tool call on its way through dispatch. */
@@ -687,7 +864,11 @@ export interface HookTap<Args extends unknown[], R> {
 
 /**
  * Documented stages of the `systemPrompt` hook. Taps at a stage see everything added by lower
- * stages. Compaction and memory plugins use their stage; tool rules come last.
+ * stages. Contract: the kernel adds its own parts as taps at their stages: `base` at BASE, the
+ * user's `systemPrompt` setting (`user-settings`) at USER_SETTINGS, the checkpoint's summary and
+ * ledger (`compaction-summary`) at COMPACTION_SUMMARY and the offered tools' rules
+ * (`tool-rules`) at TOOL_RULES, each before plugin taps of the same stage. They are rebuilt for
+ * every request, so a compaction never summarizes them away.
  */
 export declare const SystemPromptStages: {
   readonly BASE: 0;
@@ -702,7 +883,7 @@ export declare const SystemPromptStages: {
 export declare const MessageStages: {
   /** Repair (synthetic results for dangling tool calls), done by the kernel. */
   readonly REPAIR: -100;
-  /** Compaction drops covered messages here. */
+  /** The kernel replaces the outputs of a checkpoint's pruned tool calls here. */
   readonly COMPACTION: 0;
   /** Context policy (e.g. dropping old image bytes). */
   readonly CONTEXT_POLICY: 100;
@@ -742,6 +923,11 @@ export interface SessionHookTaps {
   saveRound: HookTap<[RoundRecord], void | Promise<void>>;
   /** Truncate history at a message (edit and resend): the message and everything after it go. */
   truncateHistory: HookTap<[{ conversationId: string; fromMessageId: string }], void | Promise<void>>;
+  /**
+   * Store a compaction checkpoint as a new active history segment: the messages from
+   * `firstKeptMessageId` on move into it. Contract: in one transaction (all of it, or nothing).
+   */
+  saveCheckpoint: HookTap<[CheckpointRecord], void | Promise<void>>;
   /** Waterfall: system prompt parts, staged by {@link SystemPromptStages}. */
   systemPrompt: HookTap<[SystemPart[], RequestContext], SystemPart[] | Promise<SystemPart[]>>;
   /** Waterfall: the messages to send, staged by {@link MessageStages}. */
@@ -750,8 +936,16 @@ export interface SessionHookTaps {
   tools: HookTap<[ToolDefinition[], RequestContext], ToolDefinition[] | Promise<ToolDefinition[]>>;
   /** Waterfall: the final provider request. */
   providerRequest: HookTap<[ProviderRequest, RequestContext], ProviderRequest | Promise<ProviderRequest>>;
-  /** Bail: decide whether to compact before sending (compaction plugin). */
-  compaction: HookTap<[Message[], RequestContext], { compact: true; reason: string } | undefined | Promise<{ compact: true; reason: string } | undefined>>;
+  /**
+   * Bail: compact, or say the budget. Called once per trigger: before the first request of a run
+   * (`pre-send`), before a request that follows tool results (`post-tool`), after a reply was
+   * stopped past `replyChars` (`mid-stream`), after the provider answered `context_overflow`
+   * (`overflow`, then the request is retried once) and by {@link RuntimeApi.compact}
+   * (`manual`). The kernel stores a returned checkpoint and never knows how it was made.
+   * Contract: at most one compaction per trigger; one at a time per conversation; a throw or a
+   * `failed` answer leaves the history as it was.
+   */
+  compaction: HookTap<[CompactionRequest, RequestContext], CompactionAnswer | undefined | Promise<CompactionAnswer | undefined>>;
   /** Notification: every provider event of the round, as it arrives. Must not block. */
   providerEvent: HookTap<[ProviderEvent, RequestContext], void>;
   /** Bail: veto a tool call. Return `{ block: true, reason }` to refuse it; the reason goes to the model. */
@@ -804,9 +998,12 @@ export type LifecycleEvent =
 
 /**
  * Event names that travel under their own `type`: a pending question, its settlement, a
- * compaction checkpoint, a notice (e.g. a retry). Other names become `type: 'custom'`.
+ * compaction (`payload.phase` `start`, then `end` or `error`, with `trigger`; `end` carries the
+ * checkpoint's `tokensBefore`, `tokensAfter`, `coveredMessageCount`, `kind`, `summary`), the
+ * context budget of a request (`context`: a {@link ContextBudget} plus `round`), a notice (e.g. a
+ * retry). Other names become `type: 'custom'`.
  */
-export type NamedPluginEventType = 'ask_user_question' | 'ask_user_question_settled' | 'compaction' | 'notice';
+export type NamedPluginEventType = 'ask_user_question' | 'ask_user_question_settled' | 'compaction' | 'context' | 'notice';
 
 /** One streamed piece of an assistant message. */
 export type MessageDelta =

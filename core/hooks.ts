@@ -9,6 +9,9 @@
  */
 import tapable from 'tapable';
 import type {
+  CheckpointRecord,
+  CompactionAnswer,
+  CompactionRequest,
   Disposable,
   HistorySnapshot,
   HookTap,
@@ -52,12 +55,13 @@ export function createSessionHooks() {
     saveProgress: new AsyncSeriesHook<[Message, SessionInfo]>(['message', 'session'], 'saveProgress'),
     saveRound: new AsyncSeriesHook<[RoundRecord]>(['round'], 'saveRound'),
     truncateHistory: new AsyncSeriesHook<[{ conversationId: string; fromMessageId: string }]>(['at'], 'truncateHistory'),
+    saveCheckpoint: new AsyncSeriesHook<[CheckpointRecord]>(['record'], 'saveCheckpoint'),
     // request building
     systemPrompt: new AsyncSeriesWaterfallHook<[SystemPart[], RequestContext]>(['parts', 'ctx'], 'systemPrompt'),
     messages: new AsyncSeriesWaterfallHook<[Message[], RequestContext]>(['messages', 'ctx'], 'messages'),
     tools: new AsyncSeriesWaterfallHook<[ToolDefinition[], RequestContext]>(['tools', 'ctx'], 'tools'),
     providerRequest: new AsyncSeriesWaterfallHook<[ProviderRequest, RequestContext]>(['request', 'ctx'], 'providerRequest'),
-    compaction: new AsyncSeriesBailHook<[Message[], RequestContext], { compact: true; reason: string } | undefined>(['messages', 'ctx'], 'compaction'),
+    compaction: new AsyncSeriesBailHook<[CompactionRequest, RequestContext], CompactionAnswer | undefined>(['request', 'ctx'], 'compaction'),
     // streaming
     providerEvent: new SyncHook<[ProviderEvent, RequestContext]>(['event', 'ctx'], 'providerEvent'),
     // tool dispatch

@@ -9,6 +9,7 @@ import { ConfigError, PluginError, RuntimeError, toErrorInfo } from './errors.js
 import { createKernelHooks, createSessionHooks, facadeFor, trackDisposable, type KernelHooks, type SessionHooks } from './hooks.js';
 import { createLogger, type LogSink } from './logger.js';
 import { resolvePaths } from './paths.js';
+import { tapKernelRequestParts } from './request-parts.js';
 import { discoverThirdParty, orderPlugins, resolvePluginModule } from './plugin-loader.js';
 import { ProviderRegistry, ServiceRegistry, ToolRegistry } from './registries.js';
 import { Runtime } from './runtime.js';
@@ -152,6 +153,8 @@ export async function createKernel(options: KernelOptions = {}): Promise<Kernel>
     logger.error(info.message);
     if (kernelHooks.failed.isUsed()) kernelHooks.failed.call(info);
   };
+  // The kernel's own request parts sit at their documented stages, tapped before any plugin.
+  kernel.track('kernel', tapKernelRequestParts(sessionHooks, reportFailure));
 
   // Gather every plugin: builtins, extras, then third-party. A third-party plugin that cannot
   // be imported is reported by name and skipped; the host keeps going.

@@ -5,6 +5,7 @@
  * and an AbortSignal can stop it anywhere.
  */
 import type {
+  Checkpoint,
   ContentBlock,
   EditedFile,
   ExecutionMode,
@@ -14,7 +15,6 @@ import type {
   Message,
   MessageDelta,
   Provider,
-  ProviderErrorInfo,
   ProviderEvent,
   ProviderRequest,
   RequestContext,
@@ -24,24 +24,26 @@ import type {
   RuntimeErrorInfo,
   RuntimePaths,
   Settings,
-  SystemPart,
   ToolCallBlock,
   ToolDefinition,
   Usage,
 } from '../plugin-api.js';
+import { askCompaction, contextPayload, type CompactionAsk, type CompactionStep } from './compaction.js';
 import { CancelledError, ProviderError, UsageError, toErrorInfo } from './errors.js';
 import { EventLog } from './event-queue.js';
 import { repairHistory } from './history-repair.js';
 import type { SessionHooks } from './hooks.js';
 import { newMessageId, newRunId } from './ids.js';
 import { MessageAssembler, addUsage } from './message-assembler.js';
+import { consumeProviderStream, requestOptions, retryDelayMs, type ConsumeOutcome } from './provider-call.js';
 import type { ToolRegistry } from './registries.js';
 import type { Session } from './sessions.js';
 import { dispatchToolCalls } from './tool-dispatch.js';
 import { type EventInput, sleep } from './types.js';
 
-export const DEFAULT_SYSTEM_PROMPT =
-  'You are LiveAgent, a capable assistant. Be accurate and concise. When tools are available, use them to act rather than describing what you would do.';
+/** The user turn the kernel adds after a reply was stopped to compact mid-stream (stored, marked synthetic). */
+export const CONTINUE_AFTER_COMPACTION =
+  'Your previous reply was cut off so that the context could be compacted. Continue it exactly where it stopped, without repeating what you already wrote.';
 
 export interface RunDeps {
   hooks: SessionHooks;
@@ -78,6 +80,10 @@ export class Run implements RunHandle {
   private readonly produced: Message[] = [];
   private usage: Usage = { ...ZERO_USAGE };
   private editedFiles: EditedFile[] = [];
+  /** The active window: what the next request carries (after a checkpoint, only what it keeps). */
+  private window: Message[] = [];
+  /** A reply is stopped to compact mid-stream at most once per run. */
+  private midStreamUsed = false;
 
   constructor(private readonly deps: RunDeps, private readonly opts: ResolvedRun) {
     this.conversationId = opts.session.conversationId;
@@ -127,16 +133,14 @@ export class Run implements RunHandle {
     let error: RuntimeErrorInfo | undefined;
     let started = false;
     try {
-      const history = await this.loadHistory();
+      // A manual compaction in progress rewrites the window this run is about to load.
+      if (session.compacting) await session.compacting;
+      this.window = await this.loadHistory();
       started = true;
       const userMessage = this.opts.input ? this.userMessage(this.opts.input) : undefined;
       this.emit({ type: 'agent_start', mode: this.opts.mode, provider: this.opts.provider.id, model: this.opts.model, ...(userMessage ? { userMessage } : {}) });
-      if (userMessage) {
-        await this.deps.hooks.saveUserMessage.promise(userMessage, session.info());
-        session.remember(userMessage);
-        history.push(userMessage);
-      }
-      status = await this.loop(history);
+      if (userMessage) await this.addUserMessage(userMessage);
+      status = await this.loop();
     } catch (err) {
       status = this.signal.aborted && !(err instanceof UsageError) ? 'aborted' : 'error';
       error = toErrorInfo(err);
@@ -160,6 +164,12 @@ export class Run implements RunHandle {
 
   private lastError: RuntimeErrorInfo | undefined;
 
+  private async addUserMessage(message: Message): Promise<void> {
+    await this.deps.hooks.saveUserMessage.promise(message, this.opts.session.info());
+    this.opts.session.remember(message);
+    this.window.push(message);
+  }
+
   private async loadHistory(): Promise<Message[]> {
     const { session, isNew } = this.opts;
     const hooks = this.deps.hooks;
@@ -170,12 +180,14 @@ export class Run implements RunHandle {
     } else if (!isNew && !session.known) {
       throw new UsageError(`unknown conversation "${session.conversationId}"`);
     }
-    if (snapshot) session.lastSeq = Math.max(session.lastSeq, snapshot.lastSeq);
-    session.summary = snapshot?.summary;
+    if (snapshot) {
+      session.lastSeq = Math.max(session.lastSeq, snapshot.lastSeq);
+      session.checkpoint = snapshot.checkpoint ?? (snapshot.summary ? summaryOnlyCheckpoint(snapshot.summary) : undefined);
+    }
     let messages = repairHistory(snapshot ? snapshot.messages : session.memory);
     if (this.opts.truncateFromMessageId) {
       const at = messages.findIndex((m) => m.id === this.opts.truncateFromMessageId);
-      if (at < 0) throw new UsageError(`message "${this.opts.truncateFromMessageId}" is not in conversation "${session.conversationId}"`);
+      if (at < 0) throw new UsageError(`message "${this.opts.truncateFromMessageId}" is not in conversation "${session.conversationId}" (or a context checkpoint covers it)`);
       await hooks.truncateHistory.promise({ conversationId: session.conversationId, fromMessageId: this.opts.truncateFromMessageId });
       messages = messages.slice(0, at);
       session.truncate(this.opts.truncateFromMessageId);
@@ -195,27 +207,66 @@ export class Run implements RunHandle {
       .filter((t) => (t.modes ?? ['tools', 'agent-dev']).includes(this.opts.mode));
   }
 
-  private async loop(history: Message[]): Promise<RunResult['status']> {
+  private requestContext(round: number): RequestContext {
+    const ctx: RequestContext = {
+      conversationId: this.conversationId,
+      runId: this.runId,
+      round,
+      mode: this.opts.mode,
+      provider: this.opts.provider,
+      model: this.opts.model,
+      workdir: this.opts.workdir,
+      settings: this.deps.settings,
+      tools: [],
+      signal: this.signal,
+    };
+    if (this.opts.session.checkpoint) ctx.checkpoint = this.opts.session.checkpoint;
+    return ctx;
+  }
+
+  /** Ask the compaction hook; a stored checkpoint replaces the window this run sends. */
+  private async compact(ctx: RequestContext, ask: Omit<CompactionAsk, 'window'>): Promise<CompactionStep> {
+    const step = await askCompaction(
+      { hooks: this.deps.hooks, session: this.opts.session, ctx, logger: this.deps.logger, emit: (e) => this.emit(e) },
+      { ...ask, window: this.window },
+    );
+    if (step.kind === 'compacted') {
+      this.window = step.window;
+      ctx.checkpoint = step.checkpoint;
+    }
+    return step;
+  }
+
+  private async loop(): Promise<RunResult['status']> {
     const maxRounds = this.deps.settings.runtime?.maxRounds ?? 50;
+    let trigger: 'pre-send' | 'post-tool' = 'pre-send';
     for (let round = 1; ; round++) {
       if (this.signal.aborted) return 'aborted';
-      const ctx: RequestContext = {
-        conversationId: this.conversationId,
-        runId: this.runId,
-        round,
-        mode: this.opts.mode,
-        provider: this.opts.provider,
-        model: this.opts.model,
-        workdir: this.opts.workdir,
-        settings: this.deps.settings,
-        tools: [],
-        signal: this.signal,
-      };
-      const request = await this.buildRequest(history, ctx);
+      const ctx = this.requestContext(round);
+      let request = await this.buildRequest(ctx);
+      const step = await this.compact(ctx, { trigger, force: false, request });
+      if (step.kind === 'compacted') request = await this.buildRequest(ctx);
+      const budget = step.kind === 'budget' || step.kind === 'compacted' ? step.budget : undefined;
+      if (budget) this.emit({ type: 'context', payload: contextPayload(budget, round) });
       this.emit({ type: 'turn_start', round });
       const messageId = newMessageId();
       this.emit({ type: 'message_start', messageId, round });
-      const { message, failure } = await this.streamRound(request, ctx, messageId);
+      let streamed = await this.streamRound(request, ctx, messageId, this.midStreamUsed ? undefined : budget?.replyChars);
+      if (isOverflow(streamed.failure)) {
+        // The provider says the prompt does not fit: compact once and retry once, never more.
+        const overflow = streamed.failure!;
+        const again = await this.compact(ctx, { trigger: 'overflow', force: true, request, error: { code: 'context_overflow', message: String(overflow.details?.providerMessage ?? overflow.message), retryable: false } });
+        if (again.kind === 'compacted') {
+          request = await this.buildRequest(ctx);
+          streamed = await this.streamRound(request, ctx, messageId, undefined);
+        }
+        if (isOverflow(streamed.failure)) {
+          const why = again.kind === 'compacted' ? 'even after compacting it' : again.kind === 'failed' ? `and compacting it failed (${again.reason})` : 'and nothing could be compacted';
+          streamed.failure = { ...streamed.failure!, message: `${streamed.failure!.message}: the conversation does not fit the context window of ${this.opts.model} ${why}` };
+          streamed.message.errorMessage = streamed.failure.message;
+        }
+      }
+      const { message, failure, interrupted } = streamed;
       this.emit({ type: 'message_end', message });
       this.produced.push(message);
       this.usage = addUsage(this.usage, message.usage);
@@ -257,10 +308,10 @@ export class Run implements RunHandle {
         lastSeq: this.opts.session.lastSeq + 1,
       });
       this.opts.session.remember(message);
-      history.push(message);
+      this.window.push(message);
       if (toolResults) {
         this.opts.session.remember(toolResults);
-        history.push(toolResults);
+        this.window.push(toolResults);
       }
       this.emit({ type: 'turn_end', round, message, ...(toolResults ? { toolResults } : {}), ...(message.usage ? { usage: message.usage } : {}) });
 
@@ -271,7 +322,17 @@ export class Run implements RunHandle {
         return 'error';
       }
       if (this.signal.aborted) return 'aborted';
-      if (calls.length === 0) return 'completed';
+      if (interrupted) {
+        // The reply outgrew the budget: compact with the partial reply kept, then let it go on.
+        this.midStreamUsed = true;
+        await this.compact(this.requestContext(round), { trigger: 'mid-stream', force: true, request });
+        await this.addUserMessage({ ...this.userMessage([{ type: 'text', text: CONTINUE_AFTER_COMPACTION }]), meta: { synthetic: 'continue' } });
+        trigger = 'pre-send';
+      } else if (calls.length === 0) {
+        return 'completed';
+      } else {
+        trigger = 'post-tool';
+      }
       if (round >= maxRounds) {
         this.lastError = { code: 'tool', message: `tool loop limit reached: the model was still calling tools after ${maxRounds} rounds` };
         this.emit({ type: 'error', error: this.lastError });
@@ -280,62 +341,52 @@ export class Run implements RunHandle {
     }
   }
 
-  private async buildRequest(history: Message[], ctx: RequestContext): Promise<ProviderRequest> {
+  private async buildRequest(ctx: RequestContext): Promise<ProviderRequest> {
     const hooks = this.deps.hooks;
     ctx.tools = this.opts.mode === 'text' ? [] : await hooks.tools.promise(this.offeredTools(), ctx);
-    const base: SystemPart[] = [{ id: 'base', text: DEFAULT_SYSTEM_PROMPT }];
-    if (this.deps.settings.systemPrompt?.trim()) base.push({ id: 'user-settings', text: this.deps.settings.systemPrompt.trim() });
-    if (this.opts.session.summary) base.push({ id: 'compaction-summary', text: `Summary of the earlier conversation:\n${this.opts.session.summary}` });
-    let system = await hooks.systemPrompt.promise(base, ctx);
-    // Tool rules are derived per request from the tools offered now, and never stored.
-    const rules = [...new Set(ctx.tools.flatMap((t) => t.promptRules ?? []))];
-    if (rules.length) system = [...system, { id: 'tool-rules', text: `Tool rules:\n${rules.map((r) => `- ${r}`).join('\n')}` }];
-    let messages = await hooks.messages.promise(history.slice(), ctx);
-    if (hooks.compaction.isUsed()) {
-      const decision = await hooks.compaction.promise(messages, ctx);
-      if (decision?.compact) {
-        this.emit({ type: 'compaction', payload: { reason: decision.reason, round: ctx.round } });
-        // The compaction plugin's messages tap now drops what the checkpoint covers: build again.
-        messages = await hooks.messages.promise(history.slice(), ctx);
-      }
-    }
-    // Request options carry the provider's settings, but never its credentials: providerRequest
-    // taps (and anything they log) must not see keys. Providers read keys from settings.
-    const { apiKey: _key, apiKeyEnv: _keyEnv, ...providerSettings } = this.deps.settings.providers?.[this.opts.provider.id] ?? {};
+    // The kernel's own parts (base, user settings, checkpoint, tool rules) are taps at their stages.
+    const system = await hooks.systemPrompt.promise([], ctx);
+    const messages = await hooks.messages.promise(this.window.slice(), ctx);
     const request: ProviderRequest = {
       model: this.opts.model,
       system,
       messages,
       tools: ctx.tools.map((t) => this.deps.tools.get(t.name)?.spec ?? { name: t.name, description: t.description, inputSchema: t.jsonSchema ?? { type: 'object' } }),
-      options: { ...(providerSettings as Record<string, never>) },
+      options: requestOptions(this.deps.settings.providers?.[this.opts.provider.id]),
       conversationId: this.conversationId,
     };
     return hooks.providerRequest.promise(request, ctx);
   }
 
-  /** Stream one model round, with retries before any output and an idle watchdog. */
-  private async streamRound(request: ProviderRequest, ctx: RequestContext, messageId: string): Promise<{ message: Message; failure?: RuntimeErrorInfo }> {
+  /**
+   * Stream one model round, with retries before any output and an idle watchdog. With
+   * `replyChars`, a reply that streams more than that without starting a tool call is stopped
+   * (`interrupted`) so the run can compact mid-stream.
+   */
+  private async streamRound(
+    request: ProviderRequest,
+    ctx: RequestContext,
+    messageId: string,
+    replyChars: number | undefined,
+  ): Promise<{ message: Message; failure?: RuntimeErrorInfo; interrupted?: boolean }> {
     const rt = this.deps.settings.runtime;
-    const maxAttempts = rt?.retryMaxAttempts ?? 4;
-    const baseDelay = rt?.retryBaseDelayMs ?? 1000;
-    const maxDelay = rt?.retryMaxDelayMs ?? 30_000;
-    const idleMs = rt?.streamIdleTimeoutMs ?? 120_000;
-    const persistEvery = this.deps.settings.runtime?.persistIntervalMs ?? 250;
     const provider = this.opts.provider;
     for (let attempt = 1; ; attempt++) {
       const asm = new MessageAssembler(messageId, provider.id, this.opts.model);
-      const outcome = await this.consume(provider, request, ctx, asm, idleMs, persistEvery);
-      const message = asm.snapshot(!!outcome.error || this.signal.aborted);
+      const outcome = await this.consume(provider, request, ctx, asm, replyChars);
+      const message = asm.snapshot(!!outcome.error || !!outcome.stopped || this.signal.aborted);
       if (this.signal.aborted) {
         message.stopReason = 'aborted';
         return { message };
       }
+      if (outcome.stopped) {
+        message.meta = { ...message.meta, partial: true, interrupted: 'compaction' };
+        return { message, interrupted: true };
+      }
       if (!outcome.error) return { message };
       const err = outcome.error;
-      const canRetry = err.retryable && !asm.hasOutput && attempt < maxAttempts;
-      if (canRetry) {
-        const backoff = Math.min(maxDelay, baseDelay * 2 ** (attempt - 1));
-        const delay = err.retryAfterMs !== undefined ? Math.min(maxDelay, err.retryAfterMs) : backoff / 2 + Math.random() * (backoff / 2);
+      const delay = retryDelayMs(err, attempt, asm.hasOutput, rt);
+      if (delay !== undefined) {
         this.emit({ type: 'notice', payload: { kind: 'retry', attempt, delayMs: Math.round(delay), message: err.message, ...(err.status ? { status: err.status } : {}) } });
         await sleep(delay, this.signal);
         if (this.signal.aborted) {
@@ -348,24 +399,16 @@ export class Run implements RunHandle {
       message.errorMessage = err.message;
       const failure = new ProviderError(`${provider.displayName}: ${err.message}`, {
         plugin: undefined,
-        details: { provider: provider.id, code: err.code, ...(err.status ? { status: err.status } : {}), partial: asm.hasOutput },
+        details: { provider: provider.id, code: err.code, ...(err.status ? { status: err.status } : {}), partial: asm.hasOutput, providerMessage: err.message },
       }).toInfo();
       return { message, failure };
     }
   }
 
-  private async consume(provider: Provider, request: ProviderRequest, ctx: RequestContext, asm: MessageAssembler, idleMs: number, persistEvery: number): Promise<{ error?: ProviderErrorInfo }> {
+  private async consume(provider: Provider, request: ProviderRequest, ctx: RequestContext, asm: MessageAssembler, replyChars: number | undefined): Promise<ConsumeOutcome> {
     const hooks = this.deps.hooks;
-    const watchdog = new AbortController();
-    const signal = AbortSignal.any([this.signal, watchdog.signal]);
-    let lastEventAt = Date.now();
-    let timedOut = false;
-    const timer = setInterval(() => {
-      if (Date.now() - lastEventAt > idleMs) {
-        timedOut = true;
-        watchdog.abort();
-      }
-    }, Math.max(10, Math.min(1000, idleMs / 4)));
+    const idleMs = this.deps.settings.runtime?.streamIdleTimeoutMs ?? 120_000;
+    const persistEvery = this.deps.settings.runtime?.persistIntervalMs ?? 250;
     let lastSave = Date.now();
     let saving: Promise<unknown> = Promise.resolve();
     const session = this.opts.session;
@@ -376,38 +419,31 @@ export class Run implements RunHandle {
     };
     const persist = hooks.saveProgress.isUsed();
     const notifyProvider = hooks.providerEvent.isUsed();
-    let error: ProviderErrorInfo | undefined;
-    let finished = false;
-    // A provider that ignores the abort signal must not hang the run: race the whole stream once.
-    const stopped = new Promise<'stopped'>((resolve) => signal.addEventListener('abort', () => resolve('stopped'), { once: true }));
-    const run = async () => {
-      try {
-        for await (const ev of provider.stream(request, signal) as AsyncIterable<ProviderEvent>) {
-          lastEventAt = Date.now();
-          if (signal.aborted || finished) break;
-          asm.apply(ev);
-          if (notifyProvider) hooks.providerEvent.call(ev, ctx);
-          this.forward(ev, asm);
-          if (ev.type === 'error') {
-            error = ev.error;
-            break;
-          }
-          if (persist && (ev.type === 'block_end' || lastEventAt - lastSave >= persistEvery)) save();
+    // Characters streamed so far, against the mid-stream budget; a tool call lifts the limit
+    // (a call cannot be cut in half, and its results go through the post-tool check).
+    let budget = replyChars;
+    const outcome = await consumeProviderStream(provider, request, {
+      signal: this.signal,
+      idleMs,
+      hasOutput: () => asm.hasOutput,
+      onEvent: (ev: ProviderEvent) => {
+        asm.apply(ev);
+        if (notifyProvider) hooks.providerEvent.call(ev, ctx);
+        this.forward(ev, asm);
+        if (budget !== undefined) {
+          if (ev.type === 'block_start' && ev.block.type === 'tool_call') budget = undefined;
+          else if (ev.type === 'text_delta' || ev.type === 'thinking_delta') budget -= ev.text.length;
+          if (budget !== undefined && budget < 0) return true;
         }
-      } catch (err) {
-        // Contract breach (providers must not throw), still handled as a stream error.
-        error = { code: 'stream', message: err instanceof Error ? err.message : String(err), retryable: false };
-      }
-    };
-    try {
-      await Promise.race([run(), stopped]);
-    } finally {
-      finished = true;
-      clearInterval(timer);
-    }
-    if (timedOut && !this.signal.aborted) error = { code: 'timeout', message: `the stream was silent for more than ${idleMs} ms`, retryable: !asm.hasOutput };
+        if (persist && ev.type !== 'error') {
+          const now = Date.now();
+          if (ev.type === 'block_end' || now - lastSave >= persistEvery) save();
+        }
+        return false;
+      },
+    });
     await saving;
-    return error ? { error } : {};
+    return outcome;
   }
 
   /** Project provider events onto `message_update` deltas. */
@@ -438,6 +474,15 @@ export class Run implements RunHandle {
   private hidden(toolName: string): boolean {
     return !!this.deps.tools.get(toolName)?.tool.hideArgumentDeltas;
   }
+}
+
+function isOverflow(failure: RuntimeErrorInfo | undefined): boolean {
+  return failure?.details?.code === 'context_overflow' && failure.details.partial !== true;
+}
+
+/** A segment stored with only a summary (no checkpoint record): what the kernel assumes of it. */
+function summaryOnlyCheckpoint(summary: string): Checkpoint {
+  return { kind: 'summary', summary, coveredMessageCount: 0, prunedToolCallIds: [], ledger: { read: [], modified: [] }, trigger: 'manual', tokensBefore: 0, tokensAfter: 0, createdAt: 0 };
 }
 
 function mergeEdited(prev: EditedFile[], next: EditedFile[]): EditedFile[] {

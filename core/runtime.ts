@@ -4,10 +4,27 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
-import type { Disposable, LifecycleEvent, Provider, RunHandle, RunOptions, RuntimeApi, RuntimePaths, SettingsStore, ToolDefinition } from '../plugin-api.js';
+import type {
+  CompactionOutcome,
+  CompletionOptions,
+  CompletionResult,
+  Disposable,
+  LifecycleEvent,
+  Provider,
+  RequestContext,
+  RunHandle,
+  RunOptions,
+  RuntimeApi,
+  RuntimePaths,
+  SettingsStore,
+  ToolDefinition,
+} from '../plugin-api.js';
+import { askCompaction } from './compaction.js';
+import { complete } from './completion.js';
 import { UsageError } from './errors.js';
+import { repairHistory } from './history-repair.js';
 import type { SessionHooks } from './hooks.js';
-import { CONVERSATION_ID_PATTERN, newConversationId } from './ids.js';
+import { CONVERSATION_ID_PATTERN, newConversationId, newRunId } from './ids.js';
 import type { Logger } from '../plugin-api.js';
 import type { ProviderRegistry, ToolRegistry } from './registries.js';
 import { Run } from './run.js';
@@ -130,6 +147,60 @@ export class Runtime implements RuntimeApi {
       await run.result;
     }
     this.d.sessions.drop(conversationId);
+  }
+
+  async compact(conversationId: string, options: { signal?: AbortSignal } = {}): Promise<CompactionOutcome> {
+    if (typeof conversationId !== 'string' || !CONVERSATION_ID_PATTERN.test(conversationId)) throw new UsageError('compact: conversationId must be 1-128 letters, digits, _ or -');
+    const session = this.d.sessions.peek(conversationId) ?? this.d.sessions.get(conversationId);
+    if (session.activeRun) throw new UsageError(`conversation "${conversationId}" has a run in progress (it compacts itself when it needs to)`);
+    if (session.compacting) throw new UsageError(`conversation "${conversationId}" is already being compacted`);
+    let release!: () => void;
+    session.compacting = new Promise<void>((r) => (release = r));
+    try {
+      const hooks = this.d.sessionHooks;
+      const snapshot = hooks.loadHistory.isUsed() ? await hooks.loadHistory.promise(session.info()) : undefined;
+      if (!snapshot && !session.known) throw new UsageError(`unknown conversation "${conversationId}"`);
+      if (snapshot) {
+        session.lastSeq = Math.max(session.lastSeq, snapshot.lastSeq);
+        if (snapshot.checkpoint) session.checkpoint = snapshot.checkpoint;
+      }
+      const window = repairHistory(snapshot ? snapshot.messages : session.memory);
+      if (window.length === 0) return { status: 'skipped', conversationId, reason: 'there is nothing to compact' };
+      const settings = this.d.settings.get();
+      const provider = (snapshot?.provider ? this.d.providers.get(snapshot.provider) : undefined) ?? this.defaultProvider();
+      if (!provider) throw new UsageError('no provider is configured to write the summary');
+      const model = snapshot?.model && provider.id === snapshot.provider ? snapshot.model : this.resolveModel(provider);
+      const runId = newRunId();
+      const ctx: RequestContext = {
+        conversationId,
+        runId,
+        round: 0,
+        mode: settings.defaultMode ?? 'tools',
+        provider,
+        model,
+        workdir: process.cwd(),
+        settings,
+        tools: [],
+        signal: options.signal ?? new AbortController().signal,
+        ...(session.checkpoint ? { checkpoint: session.checkpoint } : {}),
+      };
+      const emit = (e: Parameters<Parameters<typeof askCompaction>[0]['emit']>[0]) => {
+        const ev = { ...e, conversationId, runId, seq: ++session.lastSeq, ts: Date.now() } as LifecycleEvent;
+        if (hooks.event.isUsed()) hooks.event.call(ev);
+        this.publish(ev);
+      };
+      const step = await askCompaction({ hooks, session, ctx, logger: this.d.logger, emit }, { trigger: 'manual', force: true, window });
+      if (step.kind === 'compacted') return { status: 'compacted', conversationId, checkpoint: step.checkpoint };
+      if (step.kind === 'failed') return { status: 'failed', conversationId, reason: step.reason };
+      return { status: 'skipped', conversationId, reason: hooks.compaction.isUsed() ? 'the compaction plugin found nothing to compact' : 'no compaction plugin is loaded' };
+    } finally {
+      session.compacting = undefined;
+      release();
+    }
+  }
+
+  complete(options: CompletionOptions): Promise<CompletionResult> {
+    return complete({ provider: (id) => this.d.providers.get(id), settings: () => this.d.settings.get() }, options);
   }
 
   onEvent(listener: (event: LifecycleEvent) => void): Disposable {

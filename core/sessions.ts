@@ -4,14 +4,17 @@
  * no persistence plugin answers `loadHistory` (tests, ephemeral hosts).
  */
 import type { KernelHooks } from './hooks.js';
-import type { Message, SessionInfo } from '../plugin-api.js';
+import type { Checkpoint, Message, SessionInfo } from '../plugin-api.js';
 import type { Run } from './run.js';
 
 const RECENT_REQUESTS = 256;
 
 export class Session {
   lastSeq = 0;
-  summary: string | undefined;
+  /** The checkpoint in force (from the store, or made in this process). */
+  checkpoint: Checkpoint | undefined;
+  /** Set while a compaction runs: a run that starts meanwhile waits for it. */
+  compacting: Promise<void> | undefined;
   /** History kept in memory when nothing persists it. */
   memory: Message[] = [];
   /** True once this process created or ran the conversation. */
@@ -29,6 +32,14 @@ export class Session {
   remember(message: Message): void {
     this.known = true;
     this.memory.push(message);
+  }
+
+  /** A stored checkpoint is now in force; the in-memory history keeps only its window. */
+  adoptCheckpoint(checkpoint: Checkpoint, kept: Message[]): void {
+    this.checkpoint = checkpoint;
+    const first = kept[0]?.id;
+    const at = first === undefined ? this.memory.length : this.memory.findIndex((m) => m.id === first);
+    if (at >= 0) this.memory = this.memory.slice(at);
   }
 
   truncate(fromMessageId: string): void {

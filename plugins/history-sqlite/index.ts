@@ -87,6 +87,7 @@ export default definePlugin({
     hooks.saveProgress.tap(async (message, info) => (await withStore()).saveProgress(message, info));
     hooks.saveRound.tap(async (round) => (await withStore()).saveRound(round));
     hooks.truncateHistory.tap(async (at) => (await withStore()).truncate(at.conversationId, at.fromMessageId));
+    hooks.saveCheckpoint.tap(async (record) => (await withStore()).saveCheckpoint(record));
     hooks.turnEnd.tap(async (_result, info) => (await withStore()).saveLastSeq(info));
 
     // The service is usable at once; each call waits for the database to be open.

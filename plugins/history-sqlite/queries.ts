@@ -102,6 +102,7 @@ export function createHistoryService({ knex, store, runtime, track }: ServiceDep
           id: string;
           parent_segment_id: string | null;
           summary: string | null;
+          checkpoint: string | null;
           created_at: number;
         }>;
         const rows = (await knex('messages').where({ conversation_id: id }).orderBy('ordinal')) as MessageRow[];
@@ -112,7 +113,7 @@ export function createHistoryService({ knex, store, runtime, track }: ServiceDep
           workdir: conv.workdir,
           meta: parseMeta(conv.meta),
           activeSegmentId: conv.active_segment_id,
-          segments: segments.map((s): SegmentInfo => ({ id: s.id, parentSegmentId: s.parent_segment_id, summary: s.summary, createdAt: s.created_at })),
+          segments: segments.map((s): SegmentInfo => ({ id: s.id, parentSegmentId: s.parent_segment_id, summary: s.summary, checkpoint: s.checkpoint ? JSON.parse(s.checkpoint) : null, createdAt: s.created_at })),
           messages: rows.map(rowToHistoryMessage),
         };
         return detail;

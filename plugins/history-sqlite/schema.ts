@@ -87,6 +87,22 @@ const MIGRATIONS: InCodeMigration[] = [
       for (const table of ['usage', 'messages', 'segments', 'conversations']) await knex.schema.dropTableIfExists(table);
     },
   },
+  {
+    // The compaction checkpoint that opened a segment (kind, covered count, file ledger, pruned
+    // tool outputs, who summarized, tokens before/after), as JSON. Null for segments made before
+    // it existed or by startSegment with only a summary.
+    name: '0002_segment_checkpoints',
+    async up(knex) {
+      await knex.schema.alterTable('segments', (t) => {
+        t.text('checkpoint').nullable();
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('segments', (t) => {
+        t.dropColumn('checkpoint');
+      });
+    },
+  },
 ];
 
 export const migrationSource: Knex.MigrationSource<InCodeMigration> = {

@@ -7,7 +7,7 @@
  * Every method is async so a later backend (PostgreSQL) can keep the same interface. Bad
  * arguments are refused with a UsageError whose message names the method and the field.
  */
-import type { ExecutionMode, JsonObject, Message } from '../../plugin-api.js';
+import type { Checkpoint, ExecutionMode, JsonObject, Message } from '../../plugin-api.js';
 
 /** The key the service is provided under. */
 export const HISTORY_SERVICE = 'history';
@@ -44,6 +44,8 @@ export interface SegmentInfo {
   parentSegmentId: string | null;
   /** Summary of everything before this segment (compaction checkpoint); null for the first segment. */
   summary: string | null;
+  /** The compaction checkpoint that opened this segment; null for the first one and for summary-only segments. */
+  checkpoint: Checkpoint | null;
   createdAt: number;
 }
 

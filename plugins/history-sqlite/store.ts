@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
 import { UsageError } from '../../core/errors.js';
-import type { HistorySnapshot, Message, RoundRecord, SessionInfo } from '../../plugin-api.js';
+import type { Checkpoint, CheckpointRecord, HistorySnapshot, Message, RoundRecord, SessionInfo } from '../../plugin-api.js';
 import { messageParams, rowToMessage, statusOf, type MessageParams, type MessageRow } from './rows.js';
 
 type Statement<P extends unknown[] | {} = unknown[], R = unknown> = BetterSqlite3.Statement<P, R>;
@@ -28,16 +28,16 @@ export interface RunFacts {
 
 export class HistoryStore {
   private closed = false;
-  private readonly conversation: Statement<[string], { last_seq: number; active_segment_id: string }>;
+  private readonly conversation: Statement<[string], { last_seq: number; active_segment_id: string; provider: string | null; model: string | null }>;
   private readonly insertConversation: Statement<{ id: string; segmentId: string; lastSeq: number; now: number }>;
-  private readonly insertSegment: Statement<{ id: string; conversationId: string; parentId: string | null; summary: string | null; now: number }>;
+  private readonly insertSegment: Statement<{ id: string; conversationId: string; parentId: string | null; summary: string | null; checkpoint: string | null; now: number }>;
   private readonly upsertMessage: Statement<MessageParams>;
   private readonly touch: Statement<{ id: string; lastSeq: number; now: number }>;
   private readonly touchRound: Statement<{ id: string; lastSeq: number; now: number; provider: string; model: string }>;
   private readonly runFacts: Statement<RunFacts>;
   private readonly insertUsage: Statement<Record<string, string | number>>;
   private readonly segmentMessages: Statement<[string], MessageRow>;
-  private readonly segmentSummary: Statement<[string], { summary: string | null }>;
+  private readonly segmentSummary: Statement<[string], { summary: string | null; checkpoint: string | null }>;
   private readonly messageAt: Statement<[string, string], { ordinal: number; segment_id: string }>;
   private readonly deleteFrom: Statement<[string, number]>;
 
@@ -47,17 +47,19 @@ export class HistoryStore {
   /** Remember which provider, model, mode and workdir the conversation last ran with. */
   readonly saveRunFacts: (facts: RunFacts) => void;
   readonly truncate: (conversationId: string, fromMessageId: string) => void;
-  readonly startSegment: (conversationId: string, summary: string, carryFromMessageId?: string) => string | undefined;
+  readonly startSegment: (conversationId: string, summary: string, carryFromMessageId?: string, checkpoint?: Checkpoint) => string | undefined;
+  /** Store a compaction checkpoint: a new active segment that carries the kept messages, in one transaction. */
+  readonly saveCheckpoint: (record: CheckpointRecord) => void;
 
   constructor(private readonly db: BetterSqlite3.Database) {
-    this.conversation = db.prepare('SELECT last_seq, active_segment_id FROM conversations WHERE id = ?');
+    this.conversation = db.prepare('SELECT last_seq, active_segment_id, provider, model FROM conversations WHERE id = ?');
     this.insertConversation = db.prepare(
       `INSERT INTO conversations (id, created_at, updated_at, last_seq, active_segment_id)
        VALUES (@id, @now, @now, @lastSeq, @segmentId)`,
     );
     this.insertSegment = db.prepare(
-      `INSERT INTO segments (id, conversation_id, parent_segment_id, summary, created_at)
-       VALUES (@id, @conversationId, @parentId, @summary, @now)`,
+      `INSERT INTO segments (id, conversation_id, parent_segment_id, summary, checkpoint, created_at)
+       VALUES (@id, @conversationId, @parentId, @summary, @checkpoint, @now)`,
     );
     // A new row goes to the end of the conversation, in its active segment; an existing one
     // (a streaming reply saved again) keeps its place. The WHERE refuses to let a message id
@@ -89,7 +91,7 @@ export class HistoryStore {
        VALUES (@conversationId, @messageId, @runId, @round, @provider, @model, @input, @output, @cacheRead, @cacheWrite, @reasoning, @now)`,
     );
     this.segmentMessages = db.prepare('SELECT * FROM messages WHERE segment_id = ? ORDER BY ordinal');
-    this.segmentSummary = db.prepare('SELECT summary FROM segments WHERE id = ?');
+    this.segmentSummary = db.prepare('SELECT summary, checkpoint FROM segments WHERE id = ?');
     this.messageAt = db.prepare('SELECT ordinal, segment_id FROM messages WHERE conversation_id = ? AND id = ?');
     this.deleteFrom = db.prepare('DELETE FROM messages WHERE conversation_id = ? AND ordinal >= ?');
 
@@ -118,7 +120,18 @@ export class HistoryStore {
     this.saveRound = this.guard(db.transaction((r: RoundRecord) => this.writeRound(r)));
     this.truncate = this.guard(db.transaction((conversationId: string, fromMessageId: string) => this.truncateAt(conversationId, fromMessageId)));
     this.startSegment = this.guard(
-      db.transaction((conversationId: string, summary: string, carryFromMessageId?: string) => this.newSegment(conversationId, summary, carryFromMessageId)),
+      db.transaction((conversationId: string, summary: string, carryFromMessageId?: string, checkpoint?: Checkpoint) => this.newSegment(conversationId, summary, carryFromMessageId, checkpoint)),
+    );
+    this.saveCheckpoint = this.guard(
+      db.transaction((r: CheckpointRecord) => {
+        const now = Date.now();
+        this.ensure(r.conversationId, r.lastSeq, now);
+        const c = r.checkpoint;
+        // Nothing kept: the new segment starts empty (every message stays in the old one).
+        const segment = this.newSegment(r.conversationId, c.summary, c.firstKeptMessageId ?? null, c);
+        if (!segment) throw new UsageError(`unknown conversation "${r.conversationId}"`);
+        this.touch.run({ id: r.conversationId, lastSeq: r.lastSeq, now });
+      }),
     );
   }
 
@@ -128,8 +141,13 @@ export class HistoryStore {
     const conv = this.conversation.get(info.conversationId);
     if (!conv) return undefined;
     const messages = this.segmentMessages.all(conv.active_segment_id).map(rowToMessage);
-    const summary = this.segmentSummary.get(conv.active_segment_id)?.summary;
-    return { conversationId: info.conversationId, messages, ...(summary ? { summary } : {}), lastSeq: conv.last_seq };
+    const segment = this.segmentSummary.get(conv.active_segment_id);
+    const snapshot: HistorySnapshot = { conversationId: info.conversationId, messages, lastSeq: conv.last_seq };
+    if (segment?.summary) snapshot.summary = segment.summary;
+    if (segment?.checkpoint) snapshot.checkpoint = JSON.parse(segment.checkpoint) as Checkpoint;
+    if (conv.provider) snapshot.provider = conv.provider;
+    if (conv.model) snapshot.model = conv.model;
+    return snapshot;
   }
 
   /** Record the sequence number the kernel reached (turn end). */
@@ -148,7 +166,7 @@ export class HistoryStore {
     if (this.conversation.get(conversationId)) return;
     const segmentId = newSegmentId();
     this.insertConversation.run({ id: conversationId, segmentId, lastSeq, now });
-    this.insertSegment.run({ id: segmentId, conversationId, parentId: null, summary: null, now });
+    this.insertSegment.run({ id: segmentId, conversationId, parentId: null, summary: null, checkpoint: null, now });
   }
 
   private writeRound(r: RoundRecord): void {
@@ -193,18 +211,19 @@ export class HistoryStore {
     this.db.prepare('UPDATE conversations SET updated_at = ? WHERE id = ?').run(Date.now(), conversationId);
   }
 
-  private newSegment(conversationId: string, summary: string, carryFromMessageId?: string): string | undefined {
+  /** `carryFromMessageId` null: carry nothing (the new segment starts empty). */
+  private newSegment(conversationId: string, summary: string, carryFromMessageId?: string | null, checkpoint?: Checkpoint): string | undefined {
     const conv = this.conversation.get(conversationId);
     if (!conv) return undefined;
     let carryFrom: number | undefined;
-    if (carryFromMessageId !== undefined) {
+    if (carryFromMessageId !== undefined && carryFromMessageId !== null) {
       const at = this.messageAt.get(conversationId, carryFromMessageId);
       if (!at) throw new UsageError(`history.startSegment: options.carryFromMessageId: message "${carryFromMessageId}" is not in conversation "${conversationId}"`);
       carryFrom = at.ordinal;
     }
     const now = Date.now();
     const id = newSegmentId();
-    this.insertSegment.run({ id, conversationId, parentId: conv.active_segment_id, summary, now });
+    this.insertSegment.run({ id, conversationId, parentId: conv.active_segment_id, summary, checkpoint: checkpoint ? JSON.stringify(checkpoint) : null, now });
     if (carryFrom !== undefined) {
       this.db.prepare('UPDATE messages SET segment_id = ? WHERE conversation_id = ? AND ordinal >= ?').run(id, conversationId, carryFrom);
     }

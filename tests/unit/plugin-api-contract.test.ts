@@ -30,13 +30,23 @@ describe('plugin-api.d.ts', () => {
   it('exports the pinned set of names (a change here is a public API change: update docs/plugin-authoring.md)', () => {
     expect(exported().map((e) => e.name).sort()).toMatchInlineSnapshot(`
       [
+        "Checkpoint",
+        "CheckpointRecord",
         "Citation",
+        "CompactionAnswer",
+        "CompactionOutcome",
+        "CompactionRequest",
+        "CompactionTrigger",
+        "CompletionOptions",
+        "CompletionResult",
         "ContentBlock",
+        "ContextBudget",
         "CustomProviderSettings",
         "Disposable",
         "EditedFile",
         "EventBase",
         "ExecutionMode",
+        "FileLedger",
         "HistorySnapshot",
         "HookTap",
         "HostedSearchBlock",
@@ -129,6 +139,7 @@ describe('plugin-api.d.ts', () => {
       | 'saveProgress'
       | 'saveRound'
       | 'truncateHistory'
+      | 'saveCheckpoint'
       | 'systemPrompt'
       | 'messages'
       | 'tools'
