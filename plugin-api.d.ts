@@ -793,7 +793,7 @@ export interface CompactionRequest {
 export type CompactionAnswer =
   | { checkpoint: Omit<Checkpoint, 'trigger' | 'createdAt'>; budget?: ContextBudget }
   | { budget: ContextBudget }
-  | { failed: string };
+  | { failed: string; budget?: ContextBudget };
 
 /** The context as a compaction tap estimated it for one request. */
 export interface ContextBudget {

@@ -43,7 +43,7 @@ export type CompactionStep =
   | { kind: 'none' }
   | { kind: 'budget'; budget: ContextBudget }
   | { kind: 'compacted'; checkpoint: Checkpoint; window: Message[]; budget?: ContextBudget }
-  | { kind: 'failed'; reason: string };
+  | { kind: 'failed'; reason: string; budget?: ContextBudget };
 
 /**
  * Ask the hook once; on a checkpoint, store it and return the window it keeps. One at a time per
@@ -83,7 +83,11 @@ export async function askCompaction(env: CompactionEnv, ask: CompactionAsk): Pro
     return fail(err instanceof Error ? err.message : String(err));
   }
   if (!answer) return started ? fail('the compaction tap gave no answer') : { kind: 'none' };
-  if ('failed' in answer) return fail(answer.failed);
+  if ('failed' in answer) {
+    const failed = fail(answer.failed) as Extract<CompactionStep, { kind: 'failed' }>;
+    if (answer.budget) failed.budget = answer.budget;
+    return failed;
+  }
   if (!('checkpoint' in answer)) return started ? fail('the compaction tap gave no checkpoint') : { kind: 'budget', budget: answer.budget };
   begin();
   const checkpoint: Checkpoint = { ...answer.checkpoint, trigger: ask.trigger, createdAt: Date.now() };

@@ -246,7 +246,7 @@ export class Run implements RunHandle {
       let request = await this.buildRequest(ctx);
       const step = await this.compact(ctx, { trigger, force: false, request });
       if (step.kind === 'compacted') request = await this.buildRequest(ctx);
-      const budget = step.kind === 'budget' || step.kind === 'compacted' ? step.budget : undefined;
+      const budget = step.kind === 'none' ? undefined : step.budget;
       if (budget) this.emit({ type: 'context', payload: contextPayload(budget, round) });
       this.emit({ type: 'turn_start', round });
       const messageId = newMessageId();

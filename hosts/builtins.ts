@@ -3,6 +3,7 @@
  * here (cheap: plugins import their heavy SDKs lazily, when first used).
  */
 import type { PluginModule } from '../plugin-api.js';
+import compaction from '../plugins/compaction/index.js';
 import historySqlite from '../plugins/history-sqlite/index.js';
 import mcp from '../plugins/mcp/index.js';
 import modelCatalog from '../plugins/model-catalog/index.js';
@@ -13,5 +14,5 @@ import toolAskUserQuestion from '../plugins/tool-ask-user-question/index.js';
 import { builtinToolPlugins } from '../plugins/tool-shared/index.js';
 
 export async function builtinPlugins(): Promise<PluginModule[]> {
-  return [historySqlite, modelCatalog, providerAnthropic, providerOpenAI, providerGemini, ...builtinToolPlugins, toolAskUserQuestion, mcp];
+  return [historySqlite, modelCatalog, compaction, providerAnthropic, providerOpenAI, providerGemini, ...builtinToolPlugins, toolAskUserQuestion, mcp];
 }

@@ -10,6 +10,7 @@ export class CliUsageError extends Error {}
 export const USAGE = `Usage:
   liveagent chat [--mode text|tools|agent-dev] [--provider ID] [--model M] [--workdir DIR]
                  [--conversation ID] [--json] PROMPT
+  liveagent compact --conversation ID [--json]
   liveagent serve [--port N] [--host H]
   liveagent desktop
   liveagent --help | --version`;
@@ -47,6 +48,22 @@ export function parseChatArgs(argv: string[]): ChatArgs {
   const prompt = positionals.join(' ').trim();
   if (!prompt) throw new CliUsageError('a PROMPT is required: liveagent chat "your question"');
   return { ...r.data, prompt };
+}
+
+const ConversationId = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'conversation id must be 1-128 letters, digits, _ or -');
+
+export interface CompactArgs {
+  conversation: string;
+  json?: boolean;
+}
+
+export function parseCompactArgs(argv: string[]): CompactArgs {
+  const { values, positionals } = strictParse(argv, { conversation: { type: 'string' }, json: { type: 'boolean' } });
+  if (positionals.length) throw new CliUsageError(`unexpected argument "${positionals[0]}"`);
+  if (values.conversation === undefined) throw new CliUsageError('--conversation ID is required: liveagent compact --conversation c_…');
+  const id = ConversationId.safeParse(values.conversation);
+  if (!id.success) throw new CliUsageError(id.error.issues[0]!.message);
+  return { conversation: id.data, ...(values.json ? { json: true } : {}) };
 }
 
 export function parseServeArgs(argv: string[]): { port: number; host: string } {

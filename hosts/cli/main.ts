@@ -3,7 +3,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describeError } from '../../core/errors.js';
-import { CliUsageError, USAGE, parseChatArgs, parseServeArgs } from './args.js';
+import { CliUsageError, USAGE, parseChatArgs, parseCompactArgs, parseServeArgs } from './args.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 
 export async function main(argv: string[]): Promise<number> {
@@ -13,6 +13,10 @@ export async function main(argv: string[]): Promise<number> {
       case 'chat': {
         const { runChat } = await import('./chat.js');
         return await runChat(parseChatArgs(rest));
+      }
+      case 'compact': {
+        const { runCompact } = await import('./compact.js');
+        return await runCompact(parseCompactArgs(rest));
       }
       case 'serve': {
         const opts = parseServeArgs(rest);
@@ -38,7 +42,7 @@ export async function main(argv: string[]): Promise<number> {
         process.stderr.write(`${USAGE}\n`);
         return EXIT.usage;
       default:
-        throw new CliUsageError(`unknown command "${command}" (try: chat, serve, desktop, --help)`);
+        throw new CliUsageError(`unknown command "${command}" (try: chat, compact, serve, desktop, --help)`);
     }
   } catch (err) {
     process.stderr.write(`liveagent: ${describeError(err)}\n`);

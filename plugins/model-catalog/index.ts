@@ -1,12 +1,12 @@
 /**
  * The model catalog: facts about each provider's models (context window, output limit,
- * thinking, prices), merged from this plugin's table, each provider's own `models`, and custom
- * providers in settings. Compaction and the cost figure read it through the `modelCatalog`
- * service. An unknown model gets safe defaults and one warning.
+ * thinking, prices). One source per model: the provider plugin's own `models`, overridden by a
+ * custom provider's `models` in settings. Compaction and the cost figure read it through the
+ * `modelCatalog` service. An unknown model gets safe defaults and one warning.
  */
 import type { ModelInfo, Usage } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
-import { KNOWN_MODELS, SAFE_DEFAULTS } from './catalog-data.js';
+import { SAFE_DEFAULTS } from './catalog-data.js';
 
 export interface ModelFacts extends ModelInfo {
   contextWindow: number;
@@ -34,7 +34,7 @@ export default definePlugin({
       const id = provider?.id ?? providerId;
       const custom = ctx.settings.get().customProviders?.find((p) => p.id === id)?.models ?? [];
       const merged = new Map<string, ModelInfo>();
-      for (const list of [KNOWN_MODELS[id] ?? [], provider?.models ?? [], custom]) for (const m of list) merged.set(m.id, { ...merged.get(m.id), ...m });
+      for (const list of [provider?.models ?? [], custom]) for (const m of list) merged.set(m.id, { ...merged.get(m.id), ...m });
       return [...merged.values()];
     };
     const info = (providerId: string, modelId: string): ModelFacts => {

@@ -17,7 +17,9 @@ const price = (input: number, output: number) => ({ input, output, cacheRead: in
 
 export const CLAUDE_MODELS: ModelInfo[] = [
   { id: 'claude-sonnet-4-6', name: 'Claude Sonnet 4.6', contextWindow: 1_000_000, maxOutputTokens: 64_000, thinking: true, cache: true, price: price(3, 15) },
+  { id: 'claude-sonnet-4-5', name: 'Claude Sonnet 4.5', contextWindow: 200_000, maxOutputTokens: 64_000, thinking: true, cache: true, price: price(3, 15) },
   { id: 'claude-haiku-4-5', name: 'Claude Haiku 4.5', contextWindow: 200_000, maxOutputTokens: 64_000, thinking: true, cache: true, price: price(1, 5) },
+  { id: 'claude-opus-4-1', name: 'Claude Opus 4.1', contextWindow: 200_000, maxOutputTokens: 32_000, thinking: true, cache: true, price: price(15, 75) },
   { id: 'claude-sonnet-5-5', name: 'Claude Sonnet 5.5', contextWindow: 1_000_000, maxOutputTokens: 128_000, thinking: true, cache: true, price: { input: 2, output: 10, cacheRead: 0.1, cacheWrite: 2.5 } },
   { id: 'claude-opus-5-5', name: 'Claude Opus 5.5', contextWindow: 1_000_000, maxOutputTokens: 128_000, thinking: true, cache: true, price: price(4, 20) },
   { id: 'claude-sonnet-5', name: 'Claude Sonnet 5', contextWindow: 1_000_000, maxOutputTokens: 128_000, thinking: true, cache: true, price: price(2, 10) },

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createKernel } from '../../core/kernel.js';
 import catalogPlugin, { type ModelCatalog } from '../../plugins/model-catalog/index.js';
+import anthropicPlugin from '../../plugins/provider-anthropic/index.js';
 import { fakeProvider } from '../helpers/fake-provider.js';
 
 describe('model catalog', () => {
@@ -11,13 +12,15 @@ describe('model catalog', () => {
     const warnings: string[] = [];
     const kernel = await createKernel({
       home: fs.mkdtempSync(path.join(os.tmpdir(), 'la-cat-')),
-      builtins: [catalogPlugin, { name: 'fake', apply: (ctx) => void ctx.registerProvider(fakeProvider([], 'local')) }],
+      builtins: [catalogPlugin, anthropicPlugin, { name: 'fake', apply: (ctx) => void ctx.registerProvider(fakeProvider([], 'local')) }],
       settings: { customProviders: [{ id: 'local', format: 'openai-chat', baseUrl: 'http://127.0.0.1:1/v1', models: [{ id: 'llama3', contextWindow: 8192 }] }] },
       thirdParty: false,
       logSink: (level, _s, m) => level === 'warn' && warnings.push(m),
     });
     const catalog = kernel.services.get<ModelCatalog>('modelCatalog')!;
-    expect(catalog.info('claude_code', 'claude-sonnet-4-6')).toMatchObject({ contextWindow: 200_000, thinking: true, known: true });
+    // One source of model facts: what the provider plugin serves (Sonnet 4.6 has a 1M window).
+    expect(catalog.info('claude_code', 'claude-sonnet-4-6')).toMatchObject({ contextWindow: 1_000_000, thinking: true, known: true });
+    expect(catalog.info('anthropic', 'claude-haiku-4-5')).toMatchObject({ contextWindow: 200_000, known: true });
     expect(catalog.info('claude_code', 'claude-sonnet-4-5-20250929').known).toBe(true);
     expect(catalog.info('local', 'llama3')).toMatchObject({ contextWindow: 8192, known: true });
     const unknown = catalog.info('codex', 'mystery-9');
