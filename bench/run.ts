@@ -64,6 +64,15 @@ async function main() {
     console.log(`  gateway ${fmt(r.gatewayCpuMs, 0)} ms vs raw ws loop (serialize once, send to each) ${fmt(r.rawCpuMs, 0)} ms: ratio ${fmt(r.ratio)} (target <= 1.3) ${ok ? 'OK' : 'OVER TARGET'}`);
     console.log(`  stalled client: held at most ${fmt(r.stalledMaxHeldBytes / 1048576)} MiB, dropped: ${r.stalledDropped}; the raw loop had ${fmt(r.rawStalledBufferedBytes / 1048576)} MiB buffered for it`);
   }
+  if (want('compaction')) {
+    const { benchCompactionDecision } = await import('./compaction-decision.js');
+    const r = await benchCompactionDecision();
+    const ok = r.anchoredMs <= 1;
+    if (!ok) failed = true;
+    console.log(`\nCompaction decision per turn at ${r.messages} messages (median), against one history load of them (${fmt(r.loadMs, 1)} ms)`);
+    console.log(`  anchored on the last usage: ${fmt(r.anchoredMs, 3)} ms = ${fmt(r.anchoredMs / r.loadMs, 4)}x a load (target <= 1 ms) ${ok ? 'OK' : 'OVER TARGET'}`);
+    console.log(`  right after a checkpoint (every message estimated, cached): ${fmt(r.unanchoredMs, 3)} ms = ${fmt(r.unanchoredMs / r.loadMs, 3)}x a load`);
+  }
   if (failed) console.log('\nSome measurements are over target (see above).');
 }
 
