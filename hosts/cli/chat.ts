@@ -104,6 +104,14 @@ async function printHuman(events: AsyncIterable<LifecycleEvent>, io: ChatIo) {
       case 'tool_execution_end':
         io.stderr.write(`[tool] ${e.toolName} ${e.result.isError ? 'failed' : 'done'} (${e.durationMs} ms)\n`);
         break;
+      case 'compaction': {
+        const p = e.payload;
+        if (!atLineStart) out('\n');
+        if (p.phase === 'start') io.stderr.write(`[compaction] compacting the context (${String(p.trigger)})…\n`);
+        else if (p.phase === 'end') io.stderr.write(`[compaction] ${p.kind === 'summary' ? `${String(p.coveredMessageCount)} messages summarized` : 'old tool outputs pruned'}; context ${String(p.tokensBefore)} → ${String(p.tokensAfter)} tokens\n`);
+        else io.stderr.write(`[compaction] failed, history unchanged: ${String(p.error)}\n`);
+        break;
+      }
       case 'notice':
         io.stderr.write(`[notice] ${String(e.payload.message ?? e.payload.kind ?? '')}\n`);
         break;

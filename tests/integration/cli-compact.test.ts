@@ -90,7 +90,7 @@ describe('liveagent compact', () => {
     const id = await conversation(home, 4);
     holdSummaries = true;
     const arrived = new Promise<void>((r) => (summaryArrived = r));
-    const env = { ...process.env, LIVEAGENT_HOME: home };
+    const env: NodeJS.ProcessEnv = { ...process.env, LIVEAGENT_HOME: home };
     for (const k of Object.keys(env)) if (/^(ANTHROPIC|OPENAI|GEMINI)_/.test(k)) delete env[k];
     const child = spawn(process.execPath, [BIN, 'compact', '--conversation', id], { env, cwd: home, stdio: 'ignore' });
     await arrived;
