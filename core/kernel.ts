@@ -108,6 +108,7 @@ export class Kernel {
     clearTimeout(timer);
     await this.hooks.shutdown.promise();
     for (const { subs } of this.disposers.reverse()) disposeAll(subs);
+    this.sessions.clear();
     await this.container.dispose();
   }
 }

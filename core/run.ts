@@ -37,7 +37,7 @@ import { newMessageId, newRunId } from './ids.js';
 import { MessageAssembler, addUsage } from './message-assembler.js';
 import { consumeProviderStream, requestOptions, retryDelayMs, type ConsumeOutcome } from './provider-call.js';
 import type { ToolRegistry } from './registries.js';
-import type { Session } from './sessions.js';
+import type { Session, SessionManager } from './sessions.js';
 import { dispatchToolCalls } from './tool-dispatch.js';
 import { type EventInput, sleep } from './types.js';
 
@@ -51,6 +51,7 @@ export interface RunDeps {
   settings: Settings;
   paths: RuntimePaths;
   logger: Logger;
+  sessions: SessionManager;
   /** Fan-out to runtime listeners (gateway, hosts). Must not block. */
   publish(event: LifecycleEvent): void;
 }
@@ -89,11 +90,12 @@ export class Run implements RunHandle {
     this.conversationId = opts.session.conversationId;
     this.log = new EventLog<LifecycleEvent>(opts.keepEvents !== false);
     this.events = this.log;
-    if (opts.signal) {
-      if (opts.signal.aborted) this.controller.abort();
-      else opts.signal.addEventListener('abort', () => this.abort('signal'), { once: true });
-    }
-    this.result = this.execute();
+    const outer = opts.signal;
+    const onAbort = () => this.abort('signal');
+    if (outer?.aborted) this.controller.abort();
+    else outer?.addEventListener('abort', onAbort, { once: true });
+    // The caller's signal may outlive the run by far (a host-wide one): let go of the run when it ends.
+    this.result = this.execute().finally(() => outer?.removeEventListener('abort', onAbort));
   }
 
   /** What this run is running with (SessionInfo.run while it is active). */
@@ -154,10 +156,11 @@ export class Run implements RunHandle {
       this.emit({ type: 'agent_end', status, usage: this.usage, ...(error ? { error } : {}), ...(this.editedFiles.length ? { editedFiles: this.editedFiles } : {}) });
     }
     this.log.close();
+    this.window = [];
     try {
       if (started) await this.deps.hooks.turnEnd.promise(result, session.info());
     } finally {
-      session.finish(this);
+      this.deps.sessions.finish(session, this);
     }
     return result;
   }

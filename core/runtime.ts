@@ -110,13 +110,13 @@ export class Runtime implements RuntimeApi {
     const isNew = !options.conversationId;
     const session = this.d.sessions.get(options.conversationId ?? newConversationId());
     if (options.clientRequestId) {
-      const earlier = session.runForRequest(options.clientRequestId);
+      const earlier = this.d.sessions.runForRequest(session.conversationId, options.clientRequestId);
       if (earlier) return earlier;
     }
     if (session.activeRun) throw new UsageError(`conversation "${session.conversationId}" already has a run in progress`);
     if (isNew) session.known = true;
     const run = new Run(
-      { hooks: this.d.sessionHooks, tools: this.d.tools, settings, paths: this.d.paths, logger: this.d.logger, publish: (e) => this.publish(e) },
+      { hooks: this.d.sessionHooks, tools: this.d.tools, settings, paths: this.d.paths, logger: this.d.logger, sessions: this.d.sessions, publish: (e) => this.publish(e) },
       {
         session,
         isNew,
@@ -130,7 +130,7 @@ export class Runtime implements RuntimeApi {
         ...(options.keepEvents === false ? { keepEvents: false } : {}),
       },
     );
-    session.begin(run, options.clientRequestId);
+    this.d.sessions.begin(session, run, options.clientRequestId);
     return run;
   }
 
@@ -196,6 +196,7 @@ export class Runtime implements RuntimeApi {
     } finally {
       session.compacting = undefined;
       release();
+      this.d.sessions.evictIdle();
     }
   }
 

@@ -1,13 +1,20 @@
 /**
  * Conversation sessions: the per-conversation state the kernel keeps in memory (the sequence
- * counter, the active run, recent client request ids) plus an in-memory history used only when
- * no persistence plugin answers `loadHistory` (tests, ephemeral hosts).
+ * counter, the checkpoint, the active run) plus an in-memory history used only when no
+ * persistence plugin answers `loadHistory` (tests, ephemeral hosts).
+ *
+ * Nothing here grows with use when a store persists history: messages are not copied into
+ * memory, idle sessions are evicted beyond a small LRU (the store has what they held: the next
+ * run reloads it), and recent client request ids live in one bounded map for all conversations.
  */
-import type { KernelHooks } from './hooks.js';
+import type { KernelHooks, SessionHooks } from './hooks.js';
 import type { Checkpoint, Message, SessionInfo } from '../plugin-api.js';
 import type { Run } from './run.js';
 
-const RECENT_REQUESTS = 256;
+/** Client request ids remembered for dedupe, across all conversations. */
+const RECENT_REQUESTS = 1024;
+/** Idle sessions of persisted conversations kept in memory (a hot cache, not state). */
+const IDLE_SESSIONS = 64;
 
 export class Session {
   lastSeq = 0;
@@ -15,14 +22,13 @@ export class Session {
   checkpoint: Checkpoint | undefined;
   /** Set while a compaction runs: a run that starts meanwhile waits for it. */
   compacting: Promise<void> | undefined;
-  /** History kept in memory when nothing persists it. */
+  /** History kept in memory when nothing persists it (empty when a store does). */
   memory: Message[] = [];
   /** True once this process created or ran the conversation. */
   known = false;
   activeRun: Run | undefined;
-  private recent = new Map<string, Run>();
 
-  constructor(readonly conversationId: string) {}
+  constructor(readonly conversationId: string, private readonly persistent: () => boolean) {}
 
   info(): SessionInfo {
     const run = this.activeRun?.info;
@@ -31,7 +37,7 @@ export class Session {
 
   remember(message: Message): void {
     this.known = true;
-    this.memory.push(message);
+    if (!this.persistent()) this.memory.push(message);
   }
 
   /** A stored checkpoint is now in force; the in-memory history keeps only its window. */
@@ -47,39 +53,35 @@ export class Session {
     if (at >= 0) this.memory = this.memory.slice(0, at);
   }
 
-  runForRequest(clientRequestId: string): Run | undefined {
-    return this.recent.get(clientRequestId);
-  }
-
-  begin(run: Run, clientRequestId?: string): void {
-    this.known = true;
-    this.activeRun = run;
-    if (clientRequestId) {
-      this.recent.set(clientRequestId, run);
-      if (this.recent.size > RECENT_REQUESTS) this.recent.delete(this.recent.keys().next().value!);
-    }
-  }
-
-  finish(run: Run): void {
-    if (this.activeRun === run) this.activeRun = undefined;
+  get idle(): boolean {
+    return !this.activeRun && !this.compacting;
   }
 }
 
 export class SessionManager {
+  /** In LRU order: the least recently used first. */
   private sessions = new Map<string, Session>();
+  private recent = new Map<string, Run>();
   private readonly kernelHooks: KernelHooks;
+  private readonly sessionHooks: SessionHooks;
 
-  constructor({ kernelHooks }: { kernelHooks: KernelHooks }) {
+  constructor({ kernelHooks, sessionHooks }: { kernelHooks: KernelHooks; sessionHooks: SessionHooks }) {
     this.kernelHooks = kernelHooks;
+    this.sessionHooks = sessionHooks;
   }
+
+  private persistent = () => this.sessionHooks.loadHistory.isUsed();
 
   get(conversationId: string): Session {
     let s = this.sessions.get(conversationId);
-    if (!s) {
-      s = new Session(conversationId);
+    if (s) {
+      this.sessions.delete(conversationId);
       this.sessions.set(conversationId, s);
-      if (this.kernelHooks.sessionCreated.isUsed()) this.kernelHooks.sessionCreated.call(s.info());
+      return s;
     }
+    s = new Session(conversationId, this.persistent);
+    this.sessions.set(conversationId, s);
+    if (this.kernelHooks.sessionCreated.isUsed()) this.kernelHooks.sessionCreated.call(s.info());
     return s;
   }
 
@@ -87,12 +89,52 @@ export class SessionManager {
     return this.sessions.get(conversationId);
   }
 
+  /** The run an earlier request with this client id started, if it is still remembered. */
+  runForRequest(conversationId: string, clientRequestId: string): Run | undefined {
+    return this.recent.get(`${conversationId}\u0000${clientRequestId}`);
+  }
+
+  begin(session: Session, run: Run, clientRequestId?: string): void {
+    session.known = true;
+    session.activeRun = run;
+    if (clientRequestId) {
+      this.recent.set(`${session.conversationId}\u0000${clientRequestId}`, run);
+      if (this.recent.size > RECENT_REQUESTS) this.recent.delete(this.recent.keys().next().value!);
+    }
+  }
+
+  /** The run ended: the session is idle and may be evicted (persisted conversations only). */
+  finish(session: Session, run: Run): void {
+    if (session.activeRun === run) session.activeRun = undefined;
+    this.evictIdle();
+  }
+
+  /** Keep at most IDLE_SESSIONS idle sessions of persisted conversations. */
+  evictIdle(): void {
+    if (!this.persistent()) return;
+    let idle = 0;
+    for (const s of this.sessions.values()) if (s.idle) idle++;
+    for (const [id, s] of this.sessions) {
+      if (idle <= IDLE_SESSIONS) break;
+      if (!s.idle) continue;
+      this.sessions.delete(id);
+      idle--;
+    }
+  }
+
   /** Forget a deleted conversation (its runs must already be stopped). */
   drop(conversationId: string): void {
     this.sessions.delete(conversationId);
+    for (const key of this.recent.keys()) if (key.startsWith(`${conversationId}\u0000`)) this.recent.delete(key);
   }
 
   all(): Session[] {
     return [...this.sessions.values()];
+  }
+
+  /** Shutdown: nothing is kept. */
+  clear(): void {
+    this.sessions.clear();
+    this.recent.clear();
   }
 }

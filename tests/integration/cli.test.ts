@@ -24,7 +24,9 @@ describe('liveagent chat', () => {
     expect(r.code, r.stderr).toBe(0);
     const events = jsonLines(r.stdout);
     const order = events.map((e) => e.type).filter((t, i, a) => t !== 'message_update' || a[i - 1] !== 'message_update');
-    expect(order).toEqual(LIFECYCLE);
+    // Other event types may stand between the lifecycle ones: here the request's context budget.
+    expect(order).toEqual(['agent_start', 'context', ...LIFECYCLE.slice(1)]);
+    expect(events.find((e) => e.type === 'context')!.payload).toMatchObject({ round: 1, contextWindow: 1_000_000 });
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
     expect(new Set(events.map((e) => e.conversationId)).size).toBe(1);
     const text = events.filter((e) => e.type === 'message_update' && e.delta.kind === 'text').map((e) => e.delta.text).join('');
