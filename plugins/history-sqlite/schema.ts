@@ -103,6 +103,22 @@ const MIGRATIONS: InCodeMigration[] = [
       });
     },
   },
+  {
+    // A high-water mark for event sequence numbers, reserved ahead of use when a run loads the
+    // history and released to last_seq when the run ends cleanly: after a kill -9 the next run
+    // starts above every number the dead one could have emitted, so seq never repeats.
+    name: '0003_seq_reserved',
+    async up(knex) {
+      await knex.schema.alterTable('conversations', (t) => {
+        t.bigInteger('seq_reserved').notNullable().defaultTo(0);
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('conversations', (t) => {
+        t.dropColumn('seq_reserved');
+      });
+    },
+  },
 ];
 
 export const migrationSource: Knex.MigrationSource<InCodeMigration> = {

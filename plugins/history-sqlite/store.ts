@@ -13,6 +13,13 @@ type Statement<P extends unknown[] | {} = unknown[], R = unknown> = BetterSqlite
 
 const REPAIR_SUFFIX = '-repair';
 
+/**
+ * Sequence numbers reserved for a run when it loads the history. Progress is saved at least
+ * every persistIntervalMs while a reply streams, so a run that dies emits far fewer numbers than
+ * this past its last save; a clean end gives the rest back.
+ */
+export const SEQ_RESERVE = 100_000;
+
 export function newSegmentId(): string {
   return `s_${Date.now().toString(36)}${randomBytes(5).toString('hex')}`;
 }
@@ -28,7 +35,10 @@ export interface RunFacts {
 
 export class HistoryStore {
   private closed = false;
-  private readonly conversation: Statement<[string], { last_seq: number; active_segment_id: string; provider: string | null; model: string | null }>;
+  private readonly conversation: Statement<[string], { last_seq: number; seq_reserved: number; active_segment_id: string; provider: string | null; model: string | null }>;
+  private readonly reserveSeq: Statement<{ id: string; upTo: number }>;
+  private readonly releaseSeq: Statement<{ id: string; lastSeq: number; now: number }>;
+  private readonly load: (info: SessionInfo) => HistorySnapshot | undefined;
   private readonly insertConversation: Statement<{ id: string; segmentId: string; lastSeq: number; now: number }>;
   private readonly insertSegment: Statement<{ id: string; conversationId: string; parentId: string | null; summary: string | null; checkpoint: string | null; now: number }>;
   private readonly upsertMessage: Statement<MessageParams>;
@@ -52,10 +62,14 @@ export class HistoryStore {
   readonly saveCheckpoint: (record: CheckpointRecord) => void;
 
   constructor(private readonly db: BetterSqlite3.Database) {
-    this.conversation = db.prepare('SELECT last_seq, active_segment_id, provider, model FROM conversations WHERE id = ?');
+    this.conversation = db.prepare('SELECT last_seq, seq_reserved, active_segment_id, provider, model FROM conversations WHERE id = ?');
+    this.reserveSeq = db.prepare('UPDATE conversations SET seq_reserved = @upTo WHERE id = @id');
+    this.releaseSeq = db.prepare(
+      'UPDATE conversations SET last_seq = MAX(last_seq, @lastSeq), seq_reserved = MAX(last_seq, @lastSeq), updated_at = @now WHERE id = @id',
+    );
     this.insertConversation = db.prepare(
-      `INSERT INTO conversations (id, created_at, updated_at, last_seq, active_segment_id)
-       VALUES (@id, @now, @now, @lastSeq, @segmentId)`,
+      `INSERT INTO conversations (id, created_at, updated_at, last_seq, seq_reserved, active_segment_id)
+       VALUES (@id, @now, @now, @lastSeq, @lastSeq + ${SEQ_RESERVE}, @segmentId)`,
     );
     this.insertSegment = db.prepare(
       `INSERT INTO segments (id, conversation_id, parent_segment_id, summary, checkpoint, created_at)
@@ -118,6 +132,7 @@ export class HistoryStore {
       }),
     );
     this.saveRound = this.guard(db.transaction((r: RoundRecord) => this.writeRound(r)));
+    this.load = db.transaction((info: SessionInfo) => this.loadAndReserve(info));
     this.truncate = this.guard(db.transaction((conversationId: string, fromMessageId: string) => this.truncateAt(conversationId, fromMessageId)));
     this.startSegment = this.guard(
       db.transaction((conversationId: string, summary: string, carryFromMessageId?: string, checkpoint?: Checkpoint) => this.newSegment(conversationId, summary, carryFromMessageId, checkpoint)),
@@ -135,14 +150,24 @@ export class HistoryStore {
     );
   }
 
-  /** The active segment's messages, its summary and the persisted sequence; undefined for an unknown conversation. */
+  /**
+   * The active segment's messages, its checkpoint and the sequence to continue from (above any
+   * number a run that died could have used); reserves the next block of numbers for this run.
+   * Undefined for an unknown conversation.
+   */
   loadHistory(info: SessionInfo): HistorySnapshot | undefined {
     this.assertOpen();
+    return this.load(info);
+  }
+
+  private loadAndReserve(info: SessionInfo): HistorySnapshot | undefined {
     const conv = this.conversation.get(info.conversationId);
     if (!conv) return undefined;
+    const from = Math.max(conv.last_seq, conv.seq_reserved, info.lastSeq);
+    this.reserveSeq.run({ id: info.conversationId, upTo: from + SEQ_RESERVE });
     const messages = this.segmentMessages.all(conv.active_segment_id).map(rowToMessage);
     const segment = this.segmentSummary.get(conv.active_segment_id);
-    const snapshot: HistorySnapshot = { conversationId: info.conversationId, messages, lastSeq: conv.last_seq };
+    const snapshot: HistorySnapshot = { conversationId: info.conversationId, messages, lastSeq: from };
     if (segment?.summary) snapshot.summary = segment.summary;
     if (segment?.checkpoint) snapshot.checkpoint = JSON.parse(segment.checkpoint) as Checkpoint;
     if (conv.provider) snapshot.provider = conv.provider;
@@ -150,10 +175,10 @@ export class HistoryStore {
     return snapshot;
   }
 
-  /** Record the sequence number the kernel reached (turn end). */
+  /** Record the sequence number the kernel reached (turn end) and give back the unused reservation. */
   saveLastSeq(info: SessionInfo): void {
     this.assertOpen();
-    this.touch.run({ id: info.conversationId, lastSeq: info.lastSeq, now: Date.now() });
+    this.releaseSeq.run({ id: info.conversationId, lastSeq: info.lastSeq, now: Date.now() });
   }
 
 
@@ -161,7 +186,7 @@ export class HistoryStore {
     this.closed = true;
   }
 
-  /** The conversation row and its first segment, when this is the conversation's first write. */
+  /** The conversation row (with the run's seq reservation) and its first segment, on the conversation's first write. */
   private ensure(conversationId: string, lastSeq: number, now: number): void {
     if (this.conversation.get(conversationId)) return;
     const segmentId = newSegmentId();

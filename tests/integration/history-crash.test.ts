@@ -66,21 +66,32 @@ interface ChildReport {
   partial: string;
 }
 
-/** Start the child and wait for its report line (the database then holds the user message and part of the reply). */
-function startChild(home: string, scenario: 'stream' | 'tool'): Promise<{ child: ChildProcess; report: ChildReport }> {
+/**
+ * Start the child and wait for its report line (the database then holds the user message and
+ * part of the reply). `maxSeq()` is the highest sequence number the child printed so far.
+ */
+function startChild(home: string, scenario: 'stream' | 'tool'): Promise<{ child: ChildProcess; report: ChildReport; maxSeq: () => number }> {
   const child = spawn(process.execPath, [childEntry, home, scenario], { stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let stdout = '';
   let stderr = '';
+  let maxSeq = 0;
+  let reported = false;
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the child did not report in time; stderr: ${stderr}`)), 20_000);
     child.stderr!.on('data', (d) => (stderr += d));
     child.stdout!.on('data', (d) => {
       stdout += d;
-      const nl = stdout.indexOf('\n');
-      if (nl < 0) return;
-      clearTimeout(timer);
-      resolve({ child, report: JSON.parse(stdout.slice(0, nl)) as ChildReport });
+      for (let nl = stdout.indexOf('\n'); nl >= 0; nl = stdout.indexOf('\n')) {
+        const line = JSON.parse(stdout.slice(0, nl)) as ChildReport | { seq: number };
+        stdout = stdout.slice(nl + 1);
+        if ('seq' in line) maxSeq = Math.max(maxSeq, line.seq);
+        else if (!reported) {
+          reported = true;
+          clearTimeout(timer);
+          resolve({ child, report: line, maxSeq: () => maxSeq });
+        }
+      }
     });
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
@@ -128,8 +139,12 @@ const textOf = (m: Message) => m.content.map((b) => (b.type === 'text' ? b.text 
 describe('history-sqlite after kill -9', () => {
   it('keeps the user message and the partial reply of a stream killed mid-way, and the conversation goes on', async () => {
     const home = tmpHome();
-    const { child, report } = await startChild(home, 'stream');
+    const { child, report, maxSeq } = await startChild(home, 'stream');
+    // Let it stream (and emit) well past its last save of progress before the kill.
+    await new Promise((r) => setTimeout(r, 150));
     await killHard(child);
+    const seen = maxSeq();
+    expect(seen).toBeGreaterThan(report.lastSeq);
     expect(integrity(home)).toBe('ok');
 
     const provider = fakeProvider([{ text: 'after the crash' }]);
@@ -152,7 +167,9 @@ describe('history-sqlite after kill -9', () => {
       ['assistant', partial],
       ['user', 'still there?'],
     ]);
-    expect(events[0]!.seq).toBeGreaterThan(report.lastSeq);
+    // Sequence numbers never repeat: the next run starts above everything the dead one emitted.
+    expect(events[0]!.seq).toBeGreaterThan(seen);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => events[0]!.seq + i));
     expect((await history.getConversation(report.conversationId))!.messages.map((m) => m.status)).toEqual(['complete', 'partial', 'complete', 'complete']);
   });
 
