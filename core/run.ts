@@ -278,6 +278,9 @@ export class Run implements RunHandle {
       let toolResults: Message | undefined;
       if (calls.length > 0) {
         const tools = new Map(ctx.tools.map((t) => [t.name, t]));
+        // Tools that take a while get the call stored first (a crash then leaves a call to repair,
+        // not nothing); quick ones leave it to the one round commit below.
+        const slow = this.deps.hooks.saveProgress.isUsed() ? this.saveIfSlow(message) : undefined;
         const outcome = await dispatchToolCalls(calls, {
           hooks: this.deps.hooks,
           tools,
@@ -292,6 +295,7 @@ export class Run implements RunHandle {
           logger: this.deps.logger,
           emit: (e) => this.emit(e),
         });
+        await slow?.settle();
         toolResults = { id: newMessageId(), role: 'tool', content: outcome.results, createdAt: Date.now() };
         if (outcome.editedFiles.length) {
           message.editedFiles = outcome.editedFiles;
@@ -342,6 +346,20 @@ export class Run implements RunHandle {
         return 'error';
       }
     }
+  }
+
+  /** Store `message` as progress if the work that follows outlasts persistIntervalMs. */
+  private saveIfSlow(message: Message): { settle(): Promise<void> } {
+    let saving: Promise<void> | undefined;
+    const timer = setTimeout(() => {
+      saving = this.deps.hooks.saveProgress.promise({ ...message, meta: { ...message.meta, partial: true } }, this.opts.session.info()).catch((err) => this.deps.logger.error('saving progress failed', err));
+    }, this.deps.settings.runtime?.persistIntervalMs ?? 250);
+    return {
+      async settle() {
+        clearTimeout(timer);
+        await saving;
+      },
+    };
   }
 
   private async buildRequest(ctx: RequestContext): Promise<ProviderRequest> {
@@ -415,7 +433,12 @@ export class Run implements RunHandle {
     let lastSave = Date.now();
     let saving: Promise<unknown> = Promise.resolve();
     const session = this.opts.session;
+    // A progress save is due at a block end or after persistIntervalMs, and runs on the next
+    // macrotask: a stream still arriving gets saved between its chunks, while a round that ends
+    // first (a fast reply, a tool call) is committed once, by saveRound, and never twice.
+    let due: NodeJS.Timeout | undefined;
     const save = () => {
+      due = undefined;
       lastSave = Date.now();
       const snap = asm.snapshot(true);
       saving = saving.then(() => hooks.saveProgress.promise(snap, session.info())).catch((err) => this.deps.logger.error('saving progress failed', err));
@@ -438,13 +461,11 @@ export class Run implements RunHandle {
           else if (ev.type === 'text_delta' || ev.type === 'thinking_delta') budget -= ev.text.length;
           if (budget !== undefined && budget < 0) return true;
         }
-        if (persist && ev.type !== 'error') {
-          const now = Date.now();
-          if (ev.type === 'block_end' || now - lastSave >= persistEvery) save();
-        }
+        if (persist && !due && ev.type !== 'error' && (ev.type === 'block_end' || Date.now() - lastSave >= persistEvery)) due = setTimeout(save, 0);
         return false;
       },
     });
+    clearTimeout(due);
     await saving;
     return outcome;
   }

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import type { LifecycleEvent, Message, Plugin, Provider, ProviderEvent, Settings } from '../../plugin-api.js';
 import { createKernel, type Kernel } from '../../core/kernel.js';
 import historySqlite from '../../plugins/history-sqlite/index.js';
@@ -202,7 +203,22 @@ describe('history-sqlite', () => {
 
   it('repairs a tool call whose round never committed, so the next request is valid', async () => {
     const home = tmpHome();
-    // Dies between the streamed tool call (saved as progress) and the round's commit.
+    // A tool that outlasts persistIntervalMs gets its call stored as progress before it runs
+    // (quick tools leave everything to the one round commit).
+    const slowEcho: Plugin = {
+      name: 'tool-slow-echo',
+      apply: (ctx) =>
+        void ctx.registerTool({
+          name: 'Echo',
+          description: 'Echo text back, slowly',
+          parameters: z.object({ text: z.string() }),
+          execute: async (args: { text: string }) => {
+            await new Promise((r) => setTimeout(r, 80));
+            return { content: [{ type: 'text', text: `echo:${args.text}` }] };
+          },
+        }),
+    };
+    // Dies between the stored tool call and the round's commit.
     const crash: Plugin = {
       name: 'crash-before-commit',
       apply: (ctx) =>
@@ -213,7 +229,7 @@ describe('history-sqlite', () => {
           { stage: -1 },
         ),
     };
-    const first = await boot(home, fakeProvider([{ toolCalls: [{ id: 't1', name: 'Echo', input: { text: 'a' } }] }]), [echoTool, crash]);
+    const first = await boot(home, fakeProvider([{ toolCalls: [{ id: 't1', name: 'Echo', input: { text: 'a' } }] }]), [slowEcho, crash], { runtime: { persistIntervalMs: 10 } });
     const run1 = first.kernel.runtime.startRun({ input: text('go') });
     expect((await run1.result).status).toBe('error');
     const stranded = (await first.history.getConversation(run1.conversationId))!;

@@ -268,5 +268,20 @@ describe('kernel turn', () => {
     kept.dispose();
     expect(kernel.runtime.tools().map((t) => t.name)).not.toContain('Flaky');
   });
+  it('a quick tool round is written once (saveRound), with no progress save before it', async () => {
+    const writes: string[] = [];
+    const store: Plugin = {
+      name: 'counting-store',
+      apply(ctx) {
+        ctx.sessionHooks.saveProgress.tap(() => void writes.push('progress'));
+        ctx.sessionHooks.saveRound.tap(() => void writes.push('round'));
+      },
+    };
+    const steps: FakeStep[] = Array.from({ length: 20 }, (_, i) => ({ toolCalls: [{ id: `t${i}`, name: 'Echo', input: { text: 'a' } }] }));
+    const { kernel } = await boot([...steps, { toolCalls: [] }], [echoTool, store]);
+    const r = await kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }], mode: 'tools' }).result;
+    expect(r.status).toBe('completed');
+    expect(writes).toEqual(Array.from({ length: 21 }, () => 'round'));
+  });
 });
 
