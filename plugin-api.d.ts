@@ -275,7 +275,8 @@ export interface SettingsStore {
   get(): Settings;
   /**
    * Replace settings with `next` (validated; an invalid value throws a ConfigError naming the
-   * field and nothing is written). Writes atomically, then notifies watchers.
+   * field and nothing is written). Contract: every loaded plugin's section is checked with its
+   * `settingsSchema` too, as at boot. Writes atomically, then notifies watchers.
    */
   set(next: Settings): Promise<Settings>;
   /** Shallow-merge a patch into the settings and save (same validation as `set`). */

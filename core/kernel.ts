@@ -242,6 +242,10 @@ function makeContext(plugin: Plugin, subs: Disposable[], d: ContextDeps): Plugin
     config = r.data;
   }
   const track = (disp: Disposable) => trackDisposable(subs, disp);
+  if (plugin.settingsSchema) {
+    const key = plugin.settingsKey;
+    track(d.settings.addSection(name, key ?? `pluginSettings.${name}`, (s) => (key ? s[key] : s.pluginSettings?.[name]), plugin.settingsSchema));
+  }
   return Object.freeze({
     name,
     hooks: facadeFor<KernelHooks, KernelHookTaps>(name, d.kernelHooks as never, subs, d.reportFailure),

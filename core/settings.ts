@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import type { Disposable, Settings, SettingsStore } from '../plugin-api.js';
+import type { Disposable, SchemaLike, Settings, SettingsStore } from '../plugin-api.js';
 import { ConfigError } from './errors.js';
 
 const ModelInfoSchema = z.object({
@@ -110,10 +110,20 @@ export function readSettingsFile(file: string): Settings {
   return validateSettings(json, path.basename(file));
 }
 
+/** A plugin's own settings section, checked on every change as it was at boot. */
+interface SectionCheck {
+  plugin: string;
+  /** A top-level key (`settingsKey`) or `pluginSettings.<name>`. */
+  where: string;
+  read(settings: Settings): unknown;
+  schema: SchemaLike;
+}
+
 export class FileSettingsStore implements SettingsStore {
   private current: Settings;
   private listeners = new Set<(s: Settings) => void>();
   private writing: Promise<unknown> = Promise.resolve();
+  private sections = new Set<SectionCheck>();
 
   constructor(private readonly file: string, initial?: Settings) {
     this.current = Object.freeze(initial ?? readSettingsFile(file));
@@ -123,8 +133,27 @@ export class FileSettingsStore implements SettingsStore {
     return this.current;
   }
 
+  /**
+   * Validate a plugin's section on every later change too (the kernel adds one per plugin with
+   * a settingsSchema), so a value that would stop the plugin at the next start is refused now.
+   */
+  addSection(plugin: string, where: string, read: (s: Settings) => unknown, schema: SchemaLike): Disposable {
+    const check: SectionCheck = { plugin, where, read, schema };
+    this.sections.add(check);
+    return { dispose: () => this.sections.delete(check) };
+  }
+
   async set(next: Settings): Promise<Settings> {
     const valid = validateSettings(next);
+    for (const c of this.sections) {
+      const value = c.read(valid);
+      if (value === undefined) continue;
+      const r = c.schema.safeParse(value);
+      if (!r.success) {
+        const i = r.error.issues[0]!;
+        throw new ConfigError(`settings: ${[c.where, ...i.path.map(String)].join('.')}: ${i.message}`, { plugin: c.plugin });
+      }
+    }
     // Serialize writes so two quick saves cannot interleave their temp files.
     const write = this.writing.then(() => writeAtomic(this.file, JSON.stringify(valid, null, 2) + '\n'));
     this.writing = write.catch(() => undefined);

@@ -195,4 +195,19 @@ describe('compaction with the wire mock', () => {
     await h.send('next', id);
     expect(systemOf(h.chatRequests().at(-1)!.body)).toContain('<context-checkpoint>');
   });
+  it('a threshold changed in settings applies to the next request, and compaction.model names who summarizes', async () => {
+    const h = await harness();
+    const a = await h.send(turn(1));
+    await h.send(turn(2), a.conversationId);
+    expect(h.summaryRequests()).toHaveLength(0);
+    await h.kernel.settings.update({ compaction: { thresholdPercent: 10, model: 'tiny/tiny-summarizer', keepRecentTokens: 100 } });
+    const r = await h.send(turn(3), a.conversationId);
+    expect(contexts(r.events)[0]).toMatchObject({ thresholdTokens: 400 });
+    expect(compactions(r.events).map((p) => p.phase)).toEqual(['start', 'end']);
+    expect(compactions(r.events)[1]).toMatchObject({ provider: 'tiny', model: 'tiny-summarizer' });
+    expect(h.summaryRequests().map((q) => q.body.model)).toEqual(['tiny-summarizer']);
+    // A bad value is refused by the store and the previous settings stay in force.
+    await expect(h.kernel.settings.update({ compaction: { thresholdPercent: 500 } })).rejects.toThrow(/settings: compaction\.thresholdPercent: must be at most 100/);
+    expect(h.kernel.settings.get().compaction).toMatchObject({ thresholdPercent: 10 });
+  });
 });
