@@ -95,7 +95,11 @@ export class Run implements RunHandle {
     if (outer?.aborted) this.controller.abort();
     else outer?.addEventListener('abort', onAbort, { once: true });
     // The caller's signal may outlive the run by far (a host-wide one): let go of the run when it ends.
-    this.result = this.execute().finally(() => outer?.removeEventListener('abort', onAbort));
+    // Started on the next microtask, once the runtime has made this the session's active run
+    // (persistence taps then see `SessionInfo.run` from the first load on).
+    this.result = Promise.resolve()
+      .then(() => this.execute())
+      .finally(() => outer?.removeEventListener('abort', onAbort));
   }
 
   /** What this run is running with (SessionInfo.run while it is active). */

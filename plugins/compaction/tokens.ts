@@ -63,10 +63,21 @@ export class MessageCounter {
   private bytes = new Map<string, number>();
   private exact = tokenizerLoaded();
 
+  /**
+   * A stored message never changes once complete, so its id and block count identify it; a
+   * streaming one grows and a pruned tool result shrinks, so those add their text length
+   * (summed without serializing anything, to keep a cache hit O(blocks)).
+   */
   private key(m: Message): string {
+    const k = `${m.id}:${m.content.length}`;
+    if (m.role !== 'tool' && m.meta?.partial !== true) return k;
     let chars = 0;
-    for (const b of m.content) chars += blockText(b).length;
-    return `${m.id}:${m.content.length}:${chars}`;
+    for (const b of m.content) {
+      if (b.type === 'text') chars += b.text.length;
+      else if (b.type === 'thinking') chars += b.thinking.length;
+      else if (b.type === 'tool_result') for (const c of b.content) chars += c.type === 'text' ? c.text.length : 1;
+    }
+    return `${k}:${chars}`;
   }
 
   /** Upper bound: UTF-8 bytes plus image costs. */

@@ -18,6 +18,14 @@ export class ReplyError extends Error {
   }
 }
 
+/**
+ * A reply that comes later: the request was accepted in order, but its slow part (a compaction's
+ * summary request) must not hold up the client's later messages.
+ */
+export class LaterReply {
+  constructor(readonly result: Promise<unknown>) {}
+}
+
 export interface ChatDeps {
   runtime: RuntimeApi;
   history: GatewayHistory;
@@ -56,6 +64,8 @@ export class ChatRuns {
   private started = new Set<string>();
   private startWaiters = new Map<string, () => void>();
   private pumping = new WeakSet<RunHandle>();
+  /** Manual compactions in progress, by conversation (a `stop` aborts one). */
+  private compactions = new Map<string, AbortController>();
 
   constructor(private readonly d: ChatDeps) {}
 
@@ -89,8 +99,12 @@ export class ChatRuns {
       case 'stop': {
         const run = this.d.runtime.activeRun(item.conversationId);
         run?.abort('stopped by the user');
-        return { conversationId: item.conversationId, stopped: !!run };
+        const compaction = run ? undefined : this.compactions.get(item.conversationId);
+        compaction?.abort(new Error('stopped by the user'));
+        return { conversationId: item.conversationId, stopped: !!run || !!compaction };
       }
+      case 'compact_now':
+        return this.compactNow(client, item.conversationId);
       case 'tool_answer':
         return this.toolAnswer(item);
       case 'queue_remove': {
@@ -181,7 +195,8 @@ export class ChatRuns {
       if (!(await this.known(conversationId))) throw new ReplyError('not_found', `unknown conversation "${conversationId}"`);
       const again = this.duplicate(client, item.clientRequestId); // a twin may have landed during the await
       if (again) return again;
-      if (this.d.runtime.activeRun(conversationId) || this.queueOf(conversationId).length > 0) {
+      // A manual compaction holds the conversation like a run: the message waits in the queue.
+      if (this.d.runtime.activeRun(conversationId) || this.queueOf(conversationId).length > 0 || this.compactions.has(conversationId)) {
         const q = this.queues.get(conversationId) ?? [];
         if (q.length >= MAX_QUEUE) throw new ReplyError('conflict', `the queue of conversation "${conversationId}" is full (${MAX_QUEUE} messages)`);
         const queued: QueuedItem = {
@@ -215,6 +230,7 @@ export class ChatRuns {
     if (this.d.runtime.activeRun(item.conversationId) || this.queueOf(item.conversationId).length > 0) {
       throw new ReplyError('conflict', `conversation "${item.conversationId}" has a run in progress: stop it before editing a message`);
     }
+    if (this.compactions.has(item.conversationId)) throw new ReplyError('conflict', `conversation "${item.conversationId}" is being compacted: edit the message once it is done`);
     if (!(await this.known(item.conversationId))) throw new ReplyError('not_found', `unknown conversation "${item.conversationId}"`);
     return this.start(client, { ...runFields(item), input, conversationId: item.conversationId, truncateFromMessageId: item.messageId, clientRequestId: item.clientRequestId });
   }
@@ -266,6 +282,7 @@ export class ChatRuns {
       }
       return;
     }
+    if (this.compactions.has(conversationId)) return; // its end pumps again
     const q = this.queues.get(conversationId);
     const item = q?.shift();
     if (!item) return;
@@ -294,9 +311,44 @@ export class ChatRuns {
     this.pump(conversationId);
   }
 
-  /** Forget a deleted conversation's queue. */
+  /** Forget a deleted conversation's queue (and stop its compaction). */
   forget(conversationId: string): void {
+    this.compactions.get(conversationId)?.abort(new Error('conversation deleted'));
     if (this.queues.delete(conversationId)) this.changed(conversationId);
+  }
+
+  /**
+   * Compact now (runtime.compact, trigger `manual`). Checked in order with the client's other
+   * messages; the outcome is the reply, sent when the compaction ends. Its `compaction` events
+   * reach the subscribers like a run's.
+   */
+  private async compactNow(client: GatewayClient, conversationId: string): Promise<LaterReply> {
+    const busy = () => new ReplyError('conflict', `conversation "${conversationId}" has a run in progress: compact it after the run (a run compacts itself when it needs to)`);
+    if (this.d.runtime.activeRun(conversationId) || this.queueOf(conversationId).length > 0) throw busy();
+    if (this.compactions.has(conversationId)) throw new ReplyError('conflict', `conversation "${conversationId}" is already being compacted`);
+    if (!(await this.known(conversationId))) throw new ReplyError('not_found', `unknown conversation "${conversationId}"`);
+    if (this.d.runtime.activeRun(conversationId)) throw busy(); // a run may have started during the await
+    const ctl = new AbortController();
+    this.compactions.set(conversationId, ctl);
+    this.d.follow(client, conversationId);
+    let result: Promise<unknown>;
+    try {
+      result = this.d.runtime.compact(conversationId, { signal: ctl.signal });
+    } catch (err) {
+      result = Promise.reject(err);
+    }
+    const done = result.then(
+      (outcome) => outcome,
+      (err: unknown) => {
+        throw compactionError(conversationId, err);
+      },
+    );
+    void done.catch(() => undefined).finally(() => {
+      if (this.compactions.get(conversationId) === ctl) this.compactions.delete(conversationId);
+      // Messages sent meanwhile were queued behind the compaction: start them now.
+      this.pump(conversationId);
+    });
+    return new LaterReply(done);
   }
 
   private changed(conversationId: string): void {
@@ -316,6 +368,15 @@ export class ChatRuns {
     }
     return { toolCallId: item.item_id };
   }
+}
+
+/** The kernel refuses with a UsageError; say which refusal it was in the gateway's codes. */
+function compactionError(conversationId: string, err: unknown): ReplyError {
+  const message = err instanceof Error ? err.message : String(err);
+  if (/run in progress|already being compacted/.test(message)) return new ReplyError('conflict', message);
+  if (/unknown conversation/.test(message)) return new ReplyError('not_found', message);
+  const code = (err as { code?: unknown })?.code;
+  return new ReplyError(typeof code === 'string' ? code : 'internal', message || `compacting conversation "${conversationId}" failed`);
 }
 
 function runFields(item: { mode?: RunOptions['mode']; provider?: string; model?: string; workdir?: string }): Partial<RunOptions> {

@@ -6,6 +6,7 @@
  */
 import type { ContentBlock, JsonObject, LifecycleEvent, Message, MessageDelta } from '../../plugin-api.js';
 import type { Batch, GatewayClient } from './client.js';
+import type { ContextView } from './protocol.js';
 
 /** Serialized events in seq order, bounded by count and bytes. */
 export class ReplayWindow {
@@ -48,9 +49,15 @@ export class ReplayWindow {
     if (lastSeq === currentSeq) return [];
     const first = this.firstSeq;
     if (first === undefined || lastSeq < first - 1) return undefined;
-    // seqs are contiguous inside the window.
-    const from = this.start + (lastSeq - first + 1);
-    return this.items.slice(from);
+    // Rising, but not always contiguous (a store may skip numbers): find the first one after lastSeq.
+    let lo = this.start;
+    let hi = this.seqs.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.seqs[mid]! <= lastSeq) lo = mid + 1;
+      else hi = mid;
+    }
+    return this.items.slice(lo);
   }
 
   clear(): void {
@@ -193,6 +200,14 @@ export class ConversationState {
   /** The batch of events collected for subscribers during the current tick. */
   openBatch: Batch | undefined;
   lastActive = Date.now();
+  /**
+   * The `start` of a compaction still in progress. A manual one (runtime.compact) has its own
+   * runId and no agent_start/agent_end, so it is tracked apart from `run` and never makes the
+   * conversation look running.
+   */
+  compacting: LifecycleEvent | undefined;
+  /** The latest context estimate: a `context` event, or a compaction's tokensAfter. */
+  context: ContextView | undefined;
 
   constructor(readonly id: string, windowLimits: () => { count: number; bytes: number }) {
     this.window = new ReplayWindow(windowLimits);
@@ -201,6 +216,16 @@ export class ConversationState {
   observe(e: LifecycleEvent): void {
     this.lastSeq = e.seq;
     this.seqKnown = true;
+    if (e.type === 'compaction') this.observeCompaction(e.payload, e);
+    else if (e.type === 'context' && typeof e.payload.usedTokens === 'number') {
+      const p = e.payload;
+      this.context = {
+        seq: e.seq,
+        usedTokens: p.usedTokens as number,
+        ...(typeof p.contextWindow === 'number' ? { contextWindow: p.contextWindow } : {}),
+        ...(typeof p.thresholdTokens === 'number' ? { thresholdTokens: p.thresholdTokens } : {}),
+      };
+    }
     switch (e.type) {
       case 'agent_start':
         this.run = new ActiveRun(e);
@@ -213,9 +238,23 @@ export class ConversationState {
       case 'agent_end':
         this.commitVersion++;
         if (this.run?.runId === e.runId) this.run = undefined;
+        if (this.compacting?.runId === e.runId) this.compacting = undefined;
         this.lastActive = Date.now();
         return;
     }
     if (this.run?.runId === e.runId) this.run.observe(e);
+  }
+
+  private observeCompaction(p: JsonObject, e: LifecycleEvent): void {
+    if (p.phase === 'start') {
+      this.compacting = e;
+      return;
+    }
+    if (this.compacting?.runId === e.runId) this.compacting = undefined;
+    if (p.phase !== 'end') return;
+    // A checkpoint moved messages into a new segment: a snapshot read across it is retaken.
+    this.commitVersion++;
+    this.lastActive = Date.now();
+    if (typeof p.tokensAfter === 'number') this.context = { seq: e.seq, usedTokens: p.tokensAfter, ...(this.context?.contextWindow ? { contextWindow: this.context.contextWindow } : {}), ...(this.context?.thresholdTokens ? { thresholdTokens: this.context.thresholdTokens } : {}) };
   }
 }

@@ -206,6 +206,9 @@ export class Fanout implements ClientHost {
       running: running || !!run,
       ...(partial ? { partial } : {}),
       ...(run ? { pending: run.pendingEvents() } : {}),
+      checkpoints: stored?.checkpoints ?? [],
+      ...(conv?.compacting ? { compacting: conv.compacting } : {}),
+      ...(conv?.context ? { context: { ...conv.context } } : {}),
     };
   }
 

@@ -8,13 +8,14 @@ import type { McpService } from '../mcp/service.js';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, WebSocketServer } from 'ws';
-import type { Disposable, LifecycleEvent, Logger, PluginContext, Settings } from '../../plugin-api.js';
+import type { Disposable, LifecycleEvent, Logger, ModelInfo, PluginContext, Settings } from '../../plugin-api.js';
 import { APP_PROTOCOL, TOKEN_PROTOCOL_PREFIX, checkAccess, refuse } from './access.js';
-import { ChatRuns, ReplyError } from './chat-runs.js';
+import type { ModelCatalog } from '../model-catalog/index.js';
+import { ChatRuns, LaterReply, ReplyError } from './chat-runs.js';
 import { GatewayClient } from './client.js';
 import { Fanout } from './fanout.js';
 import { GatewayHistory } from './history.js';
-import { PROTOCOL_VERSION, parseClientMessage, type ClientMessage, type McpServerSummary, type ProviderSummary, type ServerMessage } from './protocol.js';
+import { PROTOCOL_VERSION, parseClientMessage, type ClientMessage, type McpServerSummary, type ModelSummary, type ProviderSummary, type ServerMessage } from './protocol.js';
 import { parseGatewaySettings, type GatewaySettings } from './settings.js';
 
 export interface AttachOptions {
@@ -84,7 +85,8 @@ export class Gateway implements GatewayService {
     this.history.observe(e);
     this.chat.observe(e);
     this.fanout.publish(e);
-    if (e.type === 'agent_start' || e.type === 'agent_end') this.scheduleListBroadcast();
+    // A checkpoint touches the conversation (updatedAt) like a run does.
+    if (e.type === 'agent_start' || e.type === 'agent_end' || (e.type === 'compaction' && e.payload.phase === 'end')) this.scheduleListBroadcast();
   }
 
   // ── Sockets ─────────────────────────────────────────────────────────────────────────────
@@ -215,12 +217,28 @@ export class Gateway implements GatewayService {
     const m = parsed.message;
     try {
       const data = await this.handle(client, m);
-      if (m.id) client.send(data === undefined ? { type: 'reply', id: m.id, ok: true } : { type: 'reply', id: m.id, ok: true, data });
+      // Accepted in order; the reply follows when the slow part ends, without holding up later messages.
+      if (data instanceof LaterReply) {
+        data.result.then(
+          (later) => this.replyOk(client, m, later),
+          (err: unknown) => this.replyError(client, m, err),
+        );
+        return;
+      }
+      this.replyOk(client, m, data);
     } catch (err) {
-      const code = err instanceof ReplyError ? err.code : typeof (err as { code?: unknown }).code === 'string' ? (err as { code: string }).code : 'internal';
-      if (code === 'internal') this.logger.error(`gateway ${m.type} failed`, err);
-      client.send({ type: 'reply', id: m.id ?? '', ok: false, error: { code, message: (err as Error).message ?? String(err) } });
+      this.replyError(client, m, err);
     }
+  }
+
+  private replyOk(client: GatewayClient, m: ClientMessage, data: unknown): void {
+    if (m.id && !client.closed) client.send(data === undefined ? { type: 'reply', id: m.id, ok: true } : { type: 'reply', id: m.id, ok: true, data });
+  }
+
+  private replyError(client: GatewayClient, m: ClientMessage, err: unknown): void {
+    const code = err instanceof ReplyError ? err.code : typeof (err as { code?: unknown }).code === 'string' ? (err as { code: string }).code : 'internal';
+    if (code === 'internal') this.logger.error(`gateway ${m.type} failed`, err);
+    if (!client.closed) client.send({ type: 'reply', id: m.id ?? '', ok: false, error: { code, message: (err as Error).message ?? String(err) } });
   }
 
   private async handle(client: GatewayClient, m: ClientMessage): Promise<unknown> {
@@ -380,8 +398,27 @@ export class Gateway implements GatewayService {
       } catch {
         /* a provider that cannot tell is not configured */
       }
-      return { id: p.id, displayName: p.displayName, configured, defaultModel: p.defaultModel, models: (p.models ?? []).map((m) => ({ id: m.id, ...(m.name ? { name: m.name } : {}) })) };
+      const known = this.catalogModels(p.id);
+      return { id: p.id, displayName: p.displayName, configured, defaultModel: p.defaultModel, models: (p.models ?? []).map((m) => this.modelSummary(m, known)) };
     });
+  }
+
+  /** A model with its context window and prices when the catalog has them (never its guesses for unknown models). */
+  private modelSummary(m: ModelInfo, known: Map<string, ModelInfo>): ModelSummary {
+    const out: ModelSummary = { id: m.id, ...(m.name ? { name: m.name } : {}) };
+    // Without a catalog, the provider's own facts still count.
+    const facts = known.get(m.id) ?? m;
+    if (typeof facts?.contextWindow === 'number') out.contextWindow = facts.contextWindow;
+    if (facts?.price && Object.keys(facts.price).length) out.price = { ...facts.price };
+    return out;
+  }
+
+  private catalogModels(providerId: string): Map<string, ModelInfo> {
+    try {
+      return new Map((this.ctx.service<ModelCatalog>('modelCatalog')?.models(providerId) ?? []).map((m) => [m.id, m]));
+    } catch {
+      return new Map(); // a catalog that cannot tell adds nothing
+    }
   }
 
   // ── Settings ────────────────────────────────────────────────────────────────────────────

@@ -3,13 +3,15 @@
  * plugin provides it, else an in-memory store fed by the lifecycle events (tests, ephemeral
  * hosts). The service is looked up on every call, so load order does not matter.
  */
-import type { LifecycleEvent, Message } from '../../plugin-api.js';
-import type { HistoryService } from '../history-sqlite/service.js';
-import type { ConversationSummary } from './protocol.js';
+import type { Checkpoint, LifecycleEvent, Message } from '../../plugin-api.js';
+import type { HistoryMessage, HistoryService, SegmentInfo } from '../history-sqlite/service.js';
+import { checkpointOfEndPayload, type CheckpointView, type ConversationSummary } from './protocol.js';
 
 export interface StoredConversation {
   summary: ConversationSummary;
   messages: Message[];
+  /** Context checkpoints, oldest first. */
+  checkpoints: CheckpointView[];
   /** The last persisted sequence number, when the store knows it. */
   lastSeq?: number;
 }
@@ -20,6 +22,7 @@ type HistoryLike = Pick<HistoryService, 'listConversations' | 'getConversation' 
 interface MemoryEntry {
   summary: ConversationSummary;
   messages: Message[];
+  checkpoints: CheckpointView[];
 }
 
 export class GatewayHistory {
@@ -46,28 +49,42 @@ export class GatewayHistory {
 
   /** Feed the in-memory store (only when no service persists history). */
   observe(e: LifecycleEvent): void {
-    if (e.type !== 'agent_start' && e.type !== 'turn_end' && e.type !== 'agent_end') return;
+    const endOfCompaction = e.type === 'compaction' && e.payload.phase === 'end';
+    if (e.type !== 'agent_start' && e.type !== 'turn_end' && e.type !== 'agent_end' && !endOfCompaction) return;
     const cut = e.type === 'agent_start' ? this.truncations.get(e.runId) : undefined;
     if (cut) this.truncations.delete(e.runId);
     if (this.service()) return;
     let entry = this.memory.get(e.conversationId);
     if (!entry) {
-      entry = { summary: { id: e.conversationId, title: null, createdAt: e.ts, updatedAt: e.ts, provider: null, model: null, messageCount: 0 }, messages: [] };
+      entry = { summary: { id: e.conversationId, title: null, createdAt: e.ts, updatedAt: e.ts, provider: null, model: null, messageCount: 0 }, messages: [], checkpoints: [] };
       this.memory.set(e.conversationId, entry);
     }
     const s = entry.summary;
     s.updatedAt = e.ts;
+    const push = (m: Message) => {
+      // A checkpoint that kept nothing sits before whatever comes next, as a new segment's first message would.
+      for (const c of entry.checkpoints) if (!c.beforeMessageId) c.beforeMessageId = m.id;
+      entry.messages.push(m);
+    };
     if (e.type === 'agent_start') {
       if (cut) {
         const at = entry.messages.findIndex((m) => m.id === cut);
         if (at >= 0) entry.messages = entry.messages.slice(0, at);
+        const ids = new Set(entry.messages.map((m) => m.id));
+        for (const c of entry.checkpoints) if (c.beforeMessageId && !ids.has(c.beforeMessageId)) delete c.beforeMessageId;
       }
       s.provider = e.provider;
       s.model = e.model;
-      if (e.userMessage) entry.messages.push(e.userMessage);
+      if (e.userMessage) push(e.userMessage);
     } else if (e.type === 'turn_end') {
-      entry.messages.push(e.message);
-      if (e.toolResults) entry.messages.push(e.toolResults);
+      push(e.message);
+      if (e.toolResults) push(e.toolResults);
+    } else if (e.type === 'compaction') {
+      const view = checkpointOfEndPayload(e.payload, `mem-${e.seq}`);
+      if (view) {
+        if (view.beforeMessageId && !entry.messages.some((m) => m.id === view.beforeMessageId)) delete view.beforeMessageId;
+        entry.checkpoints.push(view);
+      }
     }
     s.messageCount = entry.messages.length;
   }
@@ -99,11 +116,12 @@ export class GatewayHistory {
       return {
         summary: { id: c.id, title: c.title, createdAt: c.createdAt, updatedAt: c.updatedAt, provider: c.provider, model: c.model, messageCount: c.messageCount },
         messages,
+        checkpoints: checkpointViews(c.segments ?? [], c.messages),
         lastSeq: c.lastSeq,
       };
     }
     const e = this.memory.get(id);
-    return e ? { summary: { ...e.summary }, messages: e.messages.slice() } : undefined;
+    return e ? { summary: { ...e.summary }, messages: e.messages.slice(), checkpoints: e.checkpoints.map((c) => ({ ...c })) } : undefined;
   }
 
   async exists(id: string): Promise<boolean> {
@@ -127,6 +145,39 @@ export class GatewayHistory {
     if (svc) return svc.deleteConversation(id);
     return this.memory.delete(id);
   }
+}
+
+/**
+ * A checkpoint card belongs right before the first message of its segment; a segment with no
+ * messages yet puts it before the first message of a later one, else at the end.
+ */
+export function checkpointViews(segments: SegmentInfo[], messages: Pick<HistoryMessage, 'id' | 'segmentId'>[]): CheckpointView[] {
+  const firstOf = new Map<string, string>();
+  for (const m of messages) if (!firstOf.has(m.segmentId)) firstOf.set(m.segmentId, m.id);
+  const out: CheckpointView[] = [];
+  segments.forEach((seg, i) => {
+    if (!seg.checkpoint) return;
+    let before: string | undefined;
+    for (let j = i; j < segments.length && !before; j++) before = firstOf.get(segments[j]!.id);
+    out.push(viewOf(seg.id, seg.checkpoint, before));
+  });
+  return out;
+}
+
+function viewOf(segmentId: string, c: Checkpoint, beforeMessageId: string | undefined): CheckpointView {
+  return {
+    segmentId,
+    ...(beforeMessageId ? { beforeMessageId } : {}),
+    kind: c.kind,
+    trigger: c.trigger,
+    summary: c.summary,
+    coveredMessageCount: c.coveredMessageCount,
+    ...(c.provider ? { provider: c.provider } : {}),
+    ...(c.model ? { model: c.model } : {}),
+    tokensBefore: c.tokensBefore,
+    tokensAfter: c.tokensAfter,
+    createdAt: c.createdAt,
+  };
 }
 
 function textOf(m: Message): string {

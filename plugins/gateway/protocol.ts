@@ -6,7 +6,7 @@
  * events coalesced into one socket write). Client frames hold exactly one ClientMessage.
  */
 import { z } from 'zod';
-import type { LifecycleEvent, Message } from '../../plugin-api.js';
+import type { CompactionTrigger, JsonObject, LifecycleEvent, Message } from '../../plugin-api.js';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -50,6 +50,8 @@ export const ChatQueueSchema = z.discriminatedUnion('action', [
   z.object({ action: z.literal('queue_edit'), conversationId, itemId: id, text: z.string().max(1_000_000) }),
   /** Send a queued item now: the active run is stopped and this item runs next. */
   z.object({ action: z.literal('queue_send_now'), conversationId, itemId: id }),
+  /** Compact the conversation's context now (trigger `manual`); the reply is the CompactionOutcome. */
+  z.object({ action: z.literal('compact_now'), conversationId }),
 ]);
 export type ChatQueueItem = z.infer<typeof ChatQueueSchema>;
 
@@ -105,12 +107,48 @@ export interface McpServerSummary {
   transport: string;
 }
 
+/** A model as clients see it; `contextWindow` and `price` (USD per million tokens) come from the model catalog when it knows them. */
+export interface ModelSummary {
+  id: string;
+  name?: string;
+  contextWindow?: number;
+  price?: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number };
+}
+
 export interface ProviderSummary {
   id: string;
   displayName: string;
   configured: boolean;
   defaultModel: string;
-  models: Array<{ id: string; name?: string }>;
+  models: ModelSummary[];
+}
+
+/**
+ * A context checkpoint as the transcript shows it. The card belongs right before
+ * `beforeMessageId` (the first message of its segment); without it, after the last message.
+ */
+export interface CheckpointView {
+  segmentId: string;
+  beforeMessageId?: string;
+  kind: 'summary' | 'prune';
+  trigger: CompactionTrigger;
+  summary: string;
+  coveredMessageCount: number;
+  provider?: string;
+  model?: string;
+  tokensBefore: number;
+  tokensAfter: number;
+  createdAt: number;
+}
+
+/** The latest context estimate the gateway saw for a conversation (a `context` event, or a compaction's `tokensAfter`). */
+export interface ContextView {
+  /** The event it came from. */
+  seq: number;
+  usedTokens: number;
+  /** Absent when it came from a compaction (which does not say the window). */
+  contextWindow?: number;
+  thresholdTokens?: number;
 }
 
 /** The projection of a lifecycle event onto the gateway stream. */
@@ -122,7 +160,22 @@ export type ServerMessage =
   /** token / thinking / tool / done / error / event: one lifecycle event, projected. `phase` is set for tool events. */
   | { type: StreamKind; conversationId: string; seq: number; phase?: 'start' | 'update' | 'end'; event: LifecycleEvent }
   /** State of a conversation from history, with the in-progress partial reply when a run is active. */
-  | { type: 'snapshot'; conversationId: string; lastSeq: number; conversation: ConversationSummary | null; messages: Message[]; running: boolean; partial?: Message; pending?: LifecycleEvent[] }
+  | {
+      type: 'snapshot';
+      conversationId: string;
+      lastSeq: number;
+      conversation: ConversationSummary | null;
+      messages: Message[];
+      running: boolean;
+      partial?: Message;
+      pending?: LifecycleEvent[];
+      /** Context checkpoints, oldest first. */
+      checkpoints: CheckpointView[];
+      /** A compaction in progress (its `start` event), run or manual. */
+      compacting?: LifecycleEvent;
+      /** The latest context estimate seen in this process. */
+      context?: ContextView;
+    }
   | { type: 'queue'; conversationId: string; items: QueuedItem[] }
   | { type: 'conversations'; items: ConversationSummary[] }
   | { type: 'settings'; settings: Record<string, unknown> }
@@ -150,6 +203,25 @@ export function streamKindOf(event: LifecycleEvent): { kind: StreamKind; phase?:
   }
 }
 
+/** The checkpoint a `compaction` end event describes (firstKeptMessageId as the card's place), or undefined when malformed. */
+export function checkpointOfEndPayload(p: JsonObject, segmentId: string): CheckpointView | undefined {
+  if (p.phase !== 'end' || (p.kind !== 'summary' && p.kind !== 'prune')) return undefined;
+  const num = (v: unknown) => (typeof v === 'number' ? v : 0);
+  return {
+    segmentId,
+    ...(typeof p.firstKeptMessageId === 'string' ? { beforeMessageId: p.firstKeptMessageId } : {}),
+    kind: p.kind,
+    trigger: (typeof p.trigger === 'string' ? p.trigger : 'manual') as CompactionTrigger,
+    summary: typeof p.summary === 'string' ? p.summary : '',
+    coveredMessageCount: num(p.coveredMessageCount),
+    ...(typeof p.provider === 'string' ? { provider: p.provider } : {}),
+    ...(typeof p.model === 'string' ? { model: p.model } : {}),
+    tokensBefore: num(p.tokensBefore),
+    tokensAfter: num(p.tokensAfter),
+    createdAt: num(p.createdAt),
+  };
+}
+
 /** Parse a client frame; the error names the bad field. */
 export function parseClientMessage(text: string): { ok: true; message: ClientMessage } | { ok: false; error: string; id?: string } {
   let raw: unknown;
@@ -171,12 +243,36 @@ const EventSchema = z.looseObject({ type: z.string(), conversationId: z.string()
 const MessageSchema = z.looseObject({ id: z.string(), role: z.enum(['user', 'assistant', 'tool']), content: z.array(z.looseObject({ type: z.string() })), createdAt: z.number() });
 const SummarySchema = z.looseObject({ id: z.string(), title: z.string().nullable(), createdAt: z.number(), updatedAt: z.number() });
 const ErrorBody = z.object({ code: z.string(), message: z.string() });
+const CheckpointViewSchema = z.looseObject({
+  segmentId: z.string(),
+  beforeMessageId: z.string().optional(),
+  kind: z.enum(['summary', 'prune']),
+  trigger: z.string(),
+  summary: z.string(),
+  coveredMessageCount: z.number(),
+  tokensBefore: z.number(),
+  tokensAfter: z.number(),
+  createdAt: z.number(),
+});
+const ContextViewSchema = z.looseObject({ seq: z.number(), usedTokens: z.number(), contextWindow: z.number().optional(), thresholdTokens: z.number().optional() });
 
 /** Every server → client message, for clients that validate what they receive. */
 export const ServerMessageSchema = z.union([
   z.object({ type: z.literal('hello'), protocol: z.number(), server: z.string() }),
   z.object({ type: z.enum(['token', 'thinking', 'tool', 'done', 'error', 'event']), conversationId: z.string(), seq: z.number().int().min(1), phase: z.enum(['start', 'update', 'end']).optional(), event: EventSchema }),
-  z.object({ type: z.literal('snapshot'), conversationId: z.string(), lastSeq: z.number().int().min(0), conversation: SummarySchema.nullable(), messages: z.array(MessageSchema), running: z.boolean(), partial: MessageSchema.optional(), pending: z.array(EventSchema).optional() }),
+  z.object({
+    type: z.literal('snapshot'),
+    conversationId: z.string(),
+    lastSeq: z.number().int().min(0),
+    conversation: SummarySchema.nullable(),
+    messages: z.array(MessageSchema),
+    running: z.boolean(),
+    partial: MessageSchema.optional(),
+    pending: z.array(EventSchema).optional(),
+    checkpoints: z.array(CheckpointViewSchema),
+    compacting: EventSchema.optional(),
+    context: ContextViewSchema.optional(),
+  }),
   z.object({ type: z.literal('queue'), conversationId: z.string(), items: z.array(z.looseObject({ itemId: z.string(), text: z.string(), clientRequestId: z.string(), createdAt: z.number() })) }),
   z.object({ type: z.literal('conversations'), items: z.array(SummarySchema) }),
   z.object({ type: z.literal('mcp'), servers: z.array(z.object({ name: z.string(), state: z.enum(['connecting', 'connected', 'restarting', 'failed', 'stopped']), error: z.string().optional(), tools: z.array(z.string()), transport: z.string() })) }),

@@ -7,8 +7,8 @@ import type { Knex } from 'knex';
 import { z } from 'zod';
 import type { ExecutionMode, JsonObject, RuntimeApi } from '../../plugin-api.js';
 import { UsageError } from '../../core/errors.js';
-import { parseMeta, rowToHistoryMessage, rowToUsage, type ConversationRow, type MessageRow, type UsageRow } from './rows.js';
-import type { ConversationDetail, ConversationSummary, HistoryService, ListConversationsOptions, SegmentInfo } from './service.js';
+import { parseMeta, rowToHistoryMessage, rowToUsage, type ConversationRow, type UsageRow } from './rows.js';
+import type { ConversationDetail, ConversationPage, ConversationSummary, HistoryService, ListConversationsOptions, SegmentInfo } from './service.js';
 import type { HistoryStore } from './store.js';
 
 const Id = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be 1-128 letters, digits, _ or -');
@@ -19,6 +19,10 @@ const ListOptions = z.strictObject({
 });
 const Title = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
 const MetaPatch = z.record(z.string(), z.json());
+const Page = z.strictObject({
+  limit: z.number().int().min(1).max(1000).optional(),
+  before: z.number().int().min(1).optional(),
+});
 const SegmentOptions = z.strictObject({
   summary: z.string().min(1, 'must not be empty'),
   carryFromMessageId: z.string().min(1).optional(),
@@ -93,9 +97,10 @@ export function createHistoryService({ knex, store, runtime, track }: ServiceDep
         return ((await q) as SummaryRow[]).map(summaryOf);
       }),
 
-    getConversation: (id: string) =>
+    getConversation: (id: string, page?: ConversationPage) =>
       track(async () => {
         check(Id, id, 'getConversation', 'id');
+        const p = check(Page, page ?? {}, 'getConversation', 'page');
         const conv = (await knex('conversations').where({ id }).first()) as ConversationRow | undefined;
         if (!conv) return undefined;
         const segments = (await knex('segments').where({ conversation_id: id }).orderBy('rowid')) as Array<{
@@ -105,9 +110,10 @@ export function createHistoryService({ knex, store, runtime, track }: ServiceDep
           checkpoint: string | null;
           created_at: number;
         }>;
-        const rows = (await knex('messages').where({ conversation_id: id }).orderBy('ordinal')) as MessageRow[];
+        // Prepared statements, not knex, for the rows: this is what opening a long conversation costs.
+        const { rows, hasMore, count } = store.messagesPage(id, p);
         const detail: ConversationDetail = {
-          ...summaryOf({ ...conv, message_count: rows.length }),
+          ...summaryOf({ ...conv, message_count: count }),
           lastSeq: conv.last_seq,
           mode: conv.mode as ExecutionMode | null,
           workdir: conv.workdir,
@@ -115,6 +121,7 @@ export function createHistoryService({ knex, store, runtime, track }: ServiceDep
           activeSegmentId: conv.active_segment_id,
           segments: segments.map((s): SegmentInfo => ({ id: s.id, parentSegmentId: s.parent_segment_id, summary: s.summary, checkpoint: s.checkpoint ? JSON.parse(s.checkpoint) : null, createdAt: s.created_at })),
           messages: rows.map(rowToHistoryMessage),
+          hasMore,
         };
         return detail;
       }),

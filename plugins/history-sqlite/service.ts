@@ -70,8 +70,18 @@ export interface ConversationDetail extends ConversationSummary {
   activeSegmentId: string;
   /** Oldest first. */
   segments: SegmentInfo[];
-  /** Every segment's messages, oldest first. */
+  /** Every segment's messages, oldest first (with `limit`, only the newest page of them). */
   messages: HistoryMessage[];
+  /** True when older messages exist than the first one returned (load them with `before`). */
+  hasMore: boolean;
+}
+
+/** A page of a long conversation: the newest `limit` messages, or those before an ordinal. */
+export interface ConversationPage {
+  /** At most this many messages (1-1000); default: all of them. */
+  limit?: number;
+  /** Only messages with an ordinal below this one (the first ordinal of the page already shown). */
+  before?: number;
 }
 
 /** Token usage of one model round. */
@@ -103,8 +113,12 @@ export interface StartSegmentOptions {
 export interface HistoryService {
   /** Conversations, most recently updated first. */
   listConversations(options?: ListConversationsOptions): Promise<ConversationSummary[]>;
-  /** A conversation with its meta, segments and messages; undefined when unknown. */
-  getConversation(id: string): Promise<ConversationDetail | undefined>;
+  /**
+   * A conversation with its meta, segments and messages; undefined when unknown. With `page`,
+   * only the newest `limit` messages (before `before`), read through the index: the cost follows
+   * the page, not the conversation.
+   */
+  getConversation(id: string, page?: ConversationPage): Promise<ConversationDetail | undefined>;
   /** Set the title (trimmed, 1-200 characters). False when the conversation is unknown. */
   renameConversation(id: string, title: string): Promise<boolean>;
   /**

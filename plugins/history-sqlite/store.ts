@@ -19,6 +19,7 @@ const REPAIR_SUFFIX = '-repair';
  * this past its last save; a clean end gives the rest back.
  */
 export const SEQ_RESERVE = 100_000;
+const SEQ_RESERVE_NO_RUN = 16;
 
 export function newSegmentId(): string {
   return `s_${Date.now().toString(36)}${randomBytes(5).toString('hex')}`;
@@ -50,6 +51,9 @@ export class HistoryStore {
   private readonly segmentSummary: Statement<[string], { summary: string | null; checkpoint: string | null }>;
   private readonly messageAt: Statement<[string, string], { ordinal: number; segment_id: string }>;
   private readonly deleteFrom: Statement<[string, number]>;
+  private readonly allMessages: Statement<[string], MessageRow>;
+  private readonly pageBefore: Statement<[string, number, number], MessageRow>;
+  private readonly countMessages: Statement<[string], { n: number }>;
 
   readonly saveUserMessage: (m: Message, info: SessionInfo) => void;
   readonly saveProgress: (m: Message, info: SessionInfo) => void;
@@ -108,6 +112,10 @@ export class HistoryStore {
     this.segmentSummary = db.prepare('SELECT summary, checkpoint FROM segments WHERE id = ?');
     this.messageAt = db.prepare('SELECT ordinal, segment_id FROM messages WHERE conversation_id = ? AND id = ?');
     this.deleteFrom = db.prepare('DELETE FROM messages WHERE conversation_id = ? AND ordinal >= ?');
+    this.allMessages = db.prepare('SELECT * FROM messages WHERE conversation_id = ? ORDER BY ordinal');
+    // Newest first through the (conversation_id, ordinal) index, then put back in order.
+    this.pageBefore = db.prepare('SELECT * FROM messages WHERE conversation_id = ? AND ordinal < ? ORDER BY ordinal DESC LIMIT ?');
+    this.countMessages = db.prepare('SELECT COUNT(*) AS n FROM messages WHERE conversation_id = ?');
 
     this.saveUserMessage = this.guard(
       db.transaction((m: Message, info: SessionInfo) => {
@@ -164,7 +172,9 @@ export class HistoryStore {
     const conv = this.conversation.get(info.conversationId);
     if (!conv) return undefined;
     const from = Math.max(conv.last_seq, conv.seq_reserved, info.lastSeq);
-    this.reserveSeq.run({ id: info.conversationId, upTo: from + SEQ_RESERVE });
+    // A run streams: reserve a large block. A load without a run (a manual compaction) emits a
+    // few events and never reaches turn end to give the rest back: a small block keeps the gap small.
+    this.reserveSeq.run({ id: info.conversationId, upTo: from + (info.run ? SEQ_RESERVE : SEQ_RESERVE_NO_RUN) });
     const messages = this.segmentMessages.all(conv.active_segment_id).map(rowToMessage);
     const segment = this.segmentSummary.get(conv.active_segment_id);
     const snapshot: HistorySnapshot = { conversationId: info.conversationId, messages, lastSeq: from };
@@ -181,6 +191,18 @@ export class HistoryStore {
     this.releaseSeq.run({ id: info.conversationId, lastSeq: info.lastSeq, now: Date.now() });
   }
 
+
+  /** A conversation's messages, all or one page (the newest `limit` before `before`), oldest first. */
+  messagesPage(conversationId: string, page: { limit?: number; before?: number }): { rows: MessageRow[]; hasMore: boolean; count: number } {
+    this.assertOpen();
+    const count = this.countMessages.get(conversationId)?.n ?? 0;
+    if (page.limit === undefined && page.before === undefined) return { rows: this.allMessages.all(conversationId), hasMore: false, count };
+    const limit = page.limit ?? 1_000_000;
+    const rows = this.pageBefore.all(conversationId, page.before ?? Number.MAX_SAFE_INTEGER, limit + 1);
+    const hasMore = rows.length > limit;
+    if (hasMore) rows.length = limit;
+    return { rows: rows.reverse(), hasMore, count };
+  }
 
   close(): void {
     this.closed = true;

@@ -15,6 +15,8 @@ export interface ScriptControl {
   release(name: string): void;
   /** Resolves when something reached `gate name`. */
   reached(name: string): Promise<void>;
+  /** Hold the next summary (context checkpoint) request at `gate name` until it is released. */
+  holdNextSummary(name: string): void;
   /** Requests the mock received, in order (`body` is the Messages API request). */
   requests: RecordedRequest[];
 }
@@ -80,6 +82,29 @@ interface Gate {
   hit: boolean;
 }
 
+/**
+ * The compaction plugin's summary requests say "context checkpoint" in their system prompt.
+ * The answer has every section it checks for and names the files and commands it asks for.
+ */
+export function isSummaryRequest(body: { system?: unknown }): boolean {
+  return /context checkpoint/i.test(JSON.stringify(body.system ?? ''));
+}
+
+export const SUMMARY_SECTIONS = ['Task', 'Constraints', 'Current state', 'Files and artifacts', 'Decisions', 'Dead ends', 'Open loops', 'Next steps'];
+
+export function summaryReply(prompt: string): string {
+  // A conversation that mentions /nosummary gets an unusable one (the plugin then fails or prunes).
+  if (prompt.includes('/nosummary')) return 'Sorry.';
+  const named = /^- Name these in .*$/m.exec(prompt)?.[0].match(/`[^`]+`/g) ?? [];
+  const said = [...prompt.matchAll(/^\[user\] (.+)$/gm)].map((m) => m[1]!.trim()).slice(-3);
+  const body: Record<string, string[]> = {
+    Task: [`The user is trying things out: ${said.map((t) => `"${t}"`).join(', ') || 'a short chat'}.`],
+    'Current state': ['The assistant **echoed** every message back.'],
+    'Files and artifacts': named.length ? named : ['none'],
+  };
+  return SUMMARY_SECTIONS.map((s) => `## ${s}\n${(body[s] ?? ['none']).map((l) => `- ${l}`).join('\n')}`).join('\n\n');
+}
+
 export function createModel(opts: { workdir: string; gatesDir: string }): { script: AnthropicScript; control: Omit<ScriptControl, 'requests'> } {
   const gates = new Map<string, Gate>();
   const gate = (name: string) => {
@@ -98,7 +123,11 @@ export function createModel(opts: { workdir: string; gatesDir: string }): { scri
     return g.open ? Promise.resolve() : new Promise<void>((r) => g.waiters.push(r));
   };
   const gateFile = (name: string) => path.join(opts.gatesDir, name.replace(/[^A-Za-z0-9_-]/g, '_'));
+  let summaryGate: string | undefined;
   const control = {
+    holdNextSummary(name: string) {
+      summaryGate = name;
+    },
     release(name: string) {
       const g = gate(name);
       g.open = true;
@@ -123,6 +152,14 @@ export function createModel(opts: { workdir: string; gatesDir: string }): { scri
     const [cmd, ...args] = text.split(/\s+/);
     // Every round reports the same shape of usage, so the usage line is predictable.
     const reply = (o: AnthropicReplyOptions) => anthropicReply({ usage: { input_tokens: 100 + index, output_tokens: 20, cache_read_input_tokens: 64 }, ...o });
+    if (isSummaryRequest(req.body ?? {})) {
+      const held = summaryGate;
+      summaryGate = undefined;
+      if (held) await wait(held);
+      // A repair round asks again: the transcript is in the first message.
+      const prompt = (req.body?.messages ?? []).map((m: WireMessage) => blocksOf(m).map((b) => b.text ?? '').join('\n')).join('\n');
+      return reply({ text: summaryReply(prompt) });
+    }
     const sse = (o: AnthropicReplyOptions, delayMs?: number) => ({ kind: 'sse' as const, events: reply(o), ...(delayMs ? { delayMs } : {}) });
     switch (cmd) {
       case '/slow':

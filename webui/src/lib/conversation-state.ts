@@ -15,7 +15,7 @@ import type {
   ToolProgress,
   ToolResultBlock,
 } from '../../../plugin-api.js';
-import type { QueuedItem } from '../../../plugins/gateway/protocol.js';
+import { checkpointOfEndPayload, type CheckpointView, type ContextView, type QueuedItem } from '../../../plugins/gateway/protocol.js';
 import { applyAskEvent, type AskRecord } from './ask-user-question.js';
 
 export interface ToolRuntime {
@@ -32,6 +32,26 @@ export interface RunInfo {
   provider?: string;
   model?: string;
   startedAt: number;
+}
+
+/**
+ * A checkpoint as the client keeps it. A live one whose first kept message is not here (the
+ * kernel's "continue" turn is stored but not announced) stays after the message that was last
+ * when it came, until a snapshot says better.
+ */
+export type LiveCheckpoint = CheckpointView & { afterMessageId?: string };
+
+/** A compaction in progress (its `start` event). */
+export interface CompactionInfo {
+  runId: string;
+  trigger: string;
+  since: number;
+}
+
+/** A line about a compaction that did not happen or failed, shown until the next one or the next run. */
+export interface CompactionNotice {
+  kind: 'info' | 'error';
+  text: string;
 }
 
 export interface ConversationState {
@@ -59,6 +79,14 @@ export interface ConversationState {
   loaded: boolean;
   /** The message just sent, shown until the server's agent_start echoes it. */
   pendingUser: Message | null;
+  /** Context checkpoints, oldest first (from the snapshot, then live `compaction` ends). */
+  checkpoints: LiveCheckpoint[];
+  compacting: CompactionInfo | null;
+  /** A compact_now request is on its way (before its `start` event arrives). */
+  compactRequested: boolean;
+  compactionNotice: CompactionNotice | null;
+  /** The latest context estimate (a `context` event or a compaction's tokensAfter). */
+  context: ContextView | null;
 }
 
 export function emptyState(id: string): ConversationState {
@@ -78,6 +106,11 @@ export function emptyState(id: string): ConversationState {
     editedFiles: null,
     loaded: false,
     pendingUser: null,
+    checkpoints: [],
+    compacting: null,
+    compactRequested: false,
+    compactionNotice: null,
+    context: null,
   };
 }
 
@@ -117,6 +150,7 @@ export function applyEvent(s: ConversationState, ev: LifecycleEvent, force = fal
       s.error = null;
       s.notice = null;
       s.editedFiles = null;
+      s.compactionNotice = null;
       if (ev.userMessage) {
         s.pendingUser = null;
         pushUnique(s.messages, ev.userMessage);
@@ -179,6 +213,7 @@ export function applyEvent(s: ConversationState, ev: LifecycleEvent, force = fal
       s.running = false;
       s.run = null;
       s.pendingUser = null;
+      if (s.compacting?.runId === ev.runId) s.compacting = null;
       for (const t of Object.values(s.tools)) if (t.status === 'running') t.status = 'error';
       if (ev.status === 'error' && ev.error) s.error = ev.error;
       s.notice = ev.status === 'aborted' ? 'Stopped.' : null;
@@ -194,10 +229,56 @@ export function applyEvent(s: ConversationState, ev: LifecycleEvent, force = fal
     case 'ask_user_question_settled':
       applyAskEvent(s.asks, ev.type, ev.payload);
       break;
+    case 'compaction':
+      applyCompaction(s, ev);
+      break;
+    case 'context':
+      if (typeof ev.payload.usedTokens === 'number') {
+        const p = ev.payload;
+        s.context = {
+          seq: ev.seq,
+          usedTokens: ev.payload.usedTokens,
+          ...(typeof p.contextWindow === 'number' ? { contextWindow: p.contextWindow } : {}),
+          ...(typeof p.thresholdTokens === 'number' ? { thresholdTokens: p.thresholdTokens } : {}),
+        };
+      }
+      break;
     default:
-      // turn_start, compaction and custom events need no transcript state yet.
+      // turn_start and custom events need no transcript state.
       break;
   }
+}
+
+/**
+ * A compaction's start shows progress; its end adds the checkpoint card before the first kept
+ * message (where a reload puts it too), or at the end; an error says why. A manual compaction has
+ * a runId of its own and never touches the run state.
+ */
+function applyCompaction(s: ConversationState, ev: { runId: string; seq: number; ts: number; payload: JsonObject }): void {
+  const p = ev.payload;
+  if (p.phase === 'start') {
+    s.compacting = { runId: ev.runId, trigger: typeof p.trigger === 'string' ? p.trigger : 'manual', since: ev.ts };
+    s.compactionNotice = null;
+    return;
+  }
+  if (!s.compacting || s.compacting.runId === ev.runId) s.compacting = null;
+  if (p.phase === 'error') {
+    s.compactionNotice = { kind: 'error', text: `Compacting the context failed: ${typeof p.error === 'string' ? p.error : 'unknown error'}` };
+    return;
+  }
+  const view = checkpointOfEndPayload(p, `live-${ev.seq}`);
+  if (!view) return;
+  const live: LiveCheckpoint = view;
+  const last = s.messages[s.messages.length - 1];
+  if ((!view.beforeMessageId || !s.messages.some((m) => m.id === view.beforeMessageId)) && last) live.afterMessageId = last.id;
+  // A snapshot's pending events may repeat a checkpoint it already lists.
+  if (!s.checkpoints.some((c) => c.createdAt === view.createdAt && c.tokensBefore === view.tokensBefore)) s.checkpoints.push(live);
+  s.context = {
+    seq: ev.seq,
+    usedTokens: view.tokensAfter,
+    ...(s.context?.contextWindow ? { contextWindow: s.context.contextWindow } : {}),
+    ...(s.context?.thresholdTokens ? { thresholdTokens: s.context.thresholdTokens } : {}),
+  };
 }
 
 function patchToolInput(s: ConversationState, toolCallId: string, args: JsonObject): void {
@@ -219,6 +300,9 @@ export interface SnapshotLike {
   running: boolean;
   partial?: Message;
   pending?: LifecycleEvent[];
+  checkpoints?: CheckpointView[];
+  compacting?: LifecycleEvent;
+  context?: ContextView;
 }
 
 /** Replace the state with a server snapshot (history plus any in-progress reply). */
@@ -237,6 +321,10 @@ export function applySnapshot(s: ConversationState, snap: SnapshotLike): void {
   s.loaded = true;
   // Settled questions are in the history (their results); pending ones come back with the run's events.
   s.asks = {};
+  s.checkpoints = (snap.checkpoints ?? []).map((c) => ({ ...c }));
+  s.context = snap.context ? { ...snap.context } : null;
+  s.compacting = null;
+  if (snap.compacting) applyEvent(s, snap.compacting, true);
   for (const ev of snap.pending ?? []) applyEvent(s, ev, true);
   s.lastSeq = Math.max(s.lastSeq, snap.lastSeq);
 }

@@ -52,3 +52,21 @@ export function newId(prefix: string): string {
   const rnd = typeof crypto !== 'undefined' && 'randomUUID' in crypto ? crypto.randomUUID().replace(/-/g, '').slice(0, 16) : Math.random().toString(36).slice(2, 18);
   return `${prefix}-${rnd}`;
 }
+
+/** Token counts as a meter shows them: 950, 1.2k, 12.3k, 200k, 1M, 1.5M. */
+export function formatTokenCount(n: number): string {
+  const trim = (x: number, digits: number) => x.toFixed(digits).replace(/\.0+$/, '');
+  if (n < 1000) return String(Math.round(n));
+  if (n < 100_000) return `${trim(n / 1000, 1)}k`;
+  if (n < 1_000_000) return `${Math.round(n / 1000)}k`;
+  return `${trim(n / 1_000_000, 1)}M`;
+}
+
+/** USD with as many decimals as a small amount needs. */
+export function formatCost(usd: number): string {
+  if (usd <= 0) return '$0';
+  if (usd < 0.0001) return '<$0.0001';
+  if (usd < 0.01) return `$${usd.toFixed(4)}`;
+  if (usd < 1) return `$${usd.toFixed(3)}`;
+  return `$${usd.toFixed(2)}`;
+}

@@ -6,19 +6,21 @@
  */
 import { defineStore } from 'pinia';
 import { computed, reactive, ref } from 'vue';
-import type { ContentBlock, ExecutionMode, LifecycleEvent, Message } from '../../../plugin-api.js';
+import type { CompactionOutcome, ContentBlock, ExecutionMode, LifecycleEvent, Message } from '../../../plugin-api.js';
 import type { Attachment, ConversationSummary, ServerMessage } from '../../../plugins/gateway/protocol.js';
 import { client } from '../api/client.js';
 import type { AskAnswer } from '../components/ask-user-question/card-model.js';
 import { applyEvent, applySnapshot, emptyState, type ConversationState } from '../lib/conversation-state.js';
 import { newId } from '../lib/format.js';
-import { parseFileBlock, userText } from '../lib/transcript.js';
+import { isSynthetic, parseFileBlock, userText } from '../lib/transcript.js';
 import { useConversationsStore } from './conversations.js';
 
 /** Key of the state shown before the first message creates a conversation. */
 export const DRAFT = '__draft__';
 const STREAM_TYPES = ['token', 'thinking', 'tool', 'done', 'error', 'event'] as const;
 const PREFS_KEY = 'liveagent.composer';
+/** A compaction waits for a summary from the model: give it as long as a slow reply. */
+const COMPACT_TIMEOUT_MS = 10 * 60_000;
 
 export interface SendInput {
   text: string;
@@ -127,6 +129,8 @@ export const useChatStore = defineStore('chat', () => {
       owner.error = { code: 'usage', message: `A queued message could not start: ${r.error.message}` };
     });
     c.onStatus((s) => {
+      // A reply to a compact_now sent on a socket that went away never comes: free the button.
+      if (s.state !== 'open') for (const st of Object.values(states)) st.compactRequested = false;
       if (s.state !== 'open') return;
       for (const id of subscribed) sendSubscribe(id);
     });
@@ -278,9 +282,37 @@ export const useChatStore = defineStore('chat', () => {
   /** Run the last user message again (after an error). */
   async function retry(id: string): Promise<void> {
     const s = state(id);
-    const last = [...s.messages].reverse().find((m) => m.role === 'user');
+    const last = [...s.messages].reverse().find((m) => m.role === 'user' && !isSynthetic(m));
     if (!last) return;
     await editResend(id, last.id, { text: userText(last), attachments: attachmentsOf(last) });
+  }
+
+  /**
+   * Compact the conversation's context now. Its `compaction` events bring the card and the
+   * progress line; a skipped or failed outcome is said in a notice.
+   */
+  async function compactNow(id: string): Promise<void> {
+    const s = state(id);
+    if (id === DRAFT || s.running || s.compacting || s.compactRequested) return;
+    s.compactRequested = true;
+    s.compactionNotice = null;
+    try {
+      const out = await client().request<CompactionOutcome>({ type: 'chat_queue', item: { action: 'compact_now', conversationId: id } }, COMPACT_TIMEOUT_MS);
+      if (out?.status === 'skipped') s.compactionNotice = { kind: 'info', text: `Nothing to compact${out.reason ? `: ${out.reason}` : ''}.` };
+      else if (out?.status === 'failed') s.compactionNotice = { kind: 'error', text: `Compacting the context failed${out.reason ? `: ${out.reason}` : ''}.` };
+    } catch (err) {
+      // Its socket went away (the request was freed then): the outcome, if any, shows on the next snapshot.
+      const lost = (err as { code?: string }).code === 'timeout' && !s.compactRequested;
+      if (!lost) s.compactionNotice = { kind: 'error', text: `Could not compact: ${(err as Error).message}` };
+    } finally {
+      s.compactRequested = false;
+      // Whatever happened, it is over (a missed end event must not leave the spinner on).
+      s.compacting = null;
+    }
+  }
+
+  function dismissCompactionNotice(id: string): void {
+    state(id).compactionNotice = null;
   }
 
   function queueAction(item: { action: 'queue_remove' | 'queue_send_now'; itemId: string } | { action: 'queue_edit'; itemId: string; text: string } | { action: 'queue_reorder'; itemIds: string[] }): Promise<unknown> {
@@ -298,10 +330,10 @@ export const useChatStore = defineStore('chat', () => {
   function titleOf(id: string | null, stored: string | null | undefined): string {
     if (stored) return stored;
     const s = id ? states[id] : undefined;
-    const first = s?.messages.find((m) => m.role === 'user') ?? s?.pendingUser;
+    const first = s?.messages.find((m) => m.role === 'user' && !isSynthetic(m)) ?? s?.pendingUser;
     const text = first ? userText(first).trim().split('\n')[0] : '';
     return text ? (text.length > 60 ? `${text.slice(0, 57)}…` : text) : 'New conversation';
   }
 
-  return { states, prefs, titleOf, editRequest, sendError, current, currentKey, state, init, subscribe, leave, forget, send, stop, answerQuestion, editResend, retry, queueAction, savePrefs };
+  return { states, prefs, titleOf, editRequest, sendError, current, currentKey, state, init, subscribe, leave, forget, send, stop, answerQuestion, editResend, retry, compactNow, dismissCompactionNotice, queueAction, savePrefs };
 });
