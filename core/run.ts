@@ -142,6 +142,7 @@ export class Run implements RunHandle {
       // A manual compaction in progress rewrites the window this run is about to load.
       if (session.compacting) await session.compacting;
       this.window = await this.loadHistory();
+      session.known = true;
       started = true;
       const userMessage = this.opts.input ? this.userMessage(this.opts.input) : undefined;
       this.emit({ type: 'agent_start', mode: this.opts.mode, provider: this.opts.provider.id, model: this.opts.model, ...(userMessage ? { userMessage } : {}) });

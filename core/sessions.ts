@@ -95,7 +95,6 @@ export class SessionManager {
   }
 
   begin(session: Session, run: Run, clientRequestId?: string): void {
-    session.known = true;
     session.activeRun = run;
     if (clientRequestId) {
       this.recent.set(`${session.conversationId}\u0000${clientRequestId}`, run);

@@ -8,7 +8,8 @@ import type { MessageCounter } from './tokens.js';
 
 /**
  * Index of the first kept message: walk back from the end until `keepTokens` are kept, then
- * move to a message that is not a tool result (its call stays with it). `latest` is the
+ * move to a message that is not a tool result (its call stays with it), and back to the user
+ * message that opened that turn when there is one. `latest` is the
  * highest index the boundary may take (the newest user message, which is never covered).
  * 0 means nothing can be covered.
  */
@@ -21,7 +22,10 @@ export function chooseBoundary(window: Message[], counter: MessageCounter, keepT
   }
   at = Math.min(at, latest);
   while (at > 0 && window[at]?.role === 'tool') at--;
-  return at;
+  // Prefer a turn boundary: keep the user message together with the replies to it.
+  let turn = at;
+  while (turn > 0 && window[turn]!.role !== 'user') turn--;
+  return turn > 0 ? turn : at;
 }
 
 /** Index of the newest user message the user typed (synthetic turns count too: they are what the model answers). */

@@ -70,6 +70,9 @@ describe('compaction plan', () => {
       expect(at).toBeLessThanOrEqual(4);
     }
     expect(chooseBoundary(w, counter, 0, lastUserIndex(w))).toBe(4);
+    // A boundary inside a turn moves back to the user message that opened it.
+    const turns = [user('a'), reply('x'.repeat(2000)), user('b'), reply('y'.repeat(2000)), reply('z')];
+    expect(chooseBoundary(turns, counter, 10, turns.length)).toBe(2);
   });
 
   it('keeps a ledger of successful reads and changes, merged across checkpoints', () => {
