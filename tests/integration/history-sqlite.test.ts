@@ -355,3 +355,41 @@ describe('history-sqlite', () => {
     expect(bad.history).toBeUndefined();
   });
 });
+
+describe('history-sqlite paging', () => {
+  it('pages a long conversation from its end through the index, across a checkpoint and a truncation', async () => {
+    const home = tmpHome();
+    const provider = fakeProvider((req) => ({ text: `re ${textOf(req.messages.at(-1)!)}` }));
+    const { kernel, history } = await boot(home, provider);
+    let id: string | undefined;
+    for (let i = 1; i <= 12; i++) {
+      const run = kernel.runtime.startRun({ ...(id ? { conversationId: id } : {}), input: text(`q${i}`), mode: 'text' });
+      await run.result;
+      id = run.conversationId;
+    }
+    const all = (await history.getConversation(id!))!;
+    expect(all.messages).toHaveLength(24);
+    expect(all.hasMore).toBe(false);
+    // A checkpoint in the middle: paging still walks the whole transcript in order.
+    await history.startSegment(id!, { summary: 'the first half', carryFromMessageId: all.messages[12]!.id });
+    const last = (await history.getConversation(id!, { limit: 5 }))!;
+    expect(last.messages.map(textOf)).toEqual(['re q10', 'q11', 're q11', 'q12', 're q12']);
+    expect(last.hasMore).toBe(true);
+    expect(last.messageCount).toBe(24);
+    const pages: string[][] = [last.messages.map(textOf)];
+    let before = last.messages[0]!.ordinal;
+    for (;;) {
+      const page = (await history.getConversation(id!, { limit: 5, before }))!;
+      pages.unshift(page.messages.map(textOf));
+      if (!page.hasMore) break;
+      before = page.messages[0]!.ordinal;
+    }
+    expect(pages.flat()).toEqual(all.messages.map(textOf));
+    // Edit and resend at q11: the pages end at the new reply.
+    const q11 = all.messages.find((m) => textOf(m) === 'q11')!;
+    await kernel.runtime.startRun({ conversationId: id!, input: text('q11 again'), truncateFromMessageId: q11.id, mode: 'text' }).result;
+    const after = (await history.getConversation(id!, { limit: 3 }))!;
+    expect(after.messages.map(textOf)).toEqual(['re q10', 'q11 again', 're q11 again']);
+    await expect(history.getConversation(id!, { limit: 0 })).rejects.toThrow(/history\.getConversation: page\.limit/);
+  });
+});
