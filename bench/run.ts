@@ -49,6 +49,21 @@ async function main() {
       server.close();
     }
   }
+  if (want('toolloop')) {
+    const server = await startBenchServer();
+    try {
+      const { benchToolLoop } = await import('./tool-loop.js');
+      const r = await benchToolLoop(server);
+      const cpuOk = r.ratio <= 1.3;
+      const heapOk = r.retainedPerRoundBytes <= 1024;
+      if (!cpuOk || !heapOk) failed = true;
+      console.log(`\nTool loop: ${r.rounds} rounds of a no-op tool (provider-anthropic + kernel + SQLite history) vs a raw SDK loop, CPU`);
+      console.log(`  runtime ${fmt(r.pipelineMs, 0)} ms vs raw ${fmt(r.rawMs, 0)} ms: ratio ${fmt(r.ratio)} (target <= 1.3) ${cpuOk ? 'OK' : 'OVER TARGET'}`);
+      console.log(`  retained heap after the loop, over the raw loop's: ${fmt(r.retainedPerRoundBytes / 1024)} KB per round (target <= 1 KB) ${heapOk ? 'OK' : 'OVER TARGET'}`);
+    } finally {
+      server.close();
+    }
+  }
   if (want('startup')) {
     const s = benchStartup();
     console.log(`\nStart-up (median of 7 fresh processes): node -e 0 ${fmt(s.bareNodeMs, 0)} ms; kernel + builtins total ${fmt(s.totalMs, 0)} ms`);

@@ -6,13 +6,23 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { encodeSse, type SseEvent } from '../tests/fixtures/mock-http.js';
-import { anthropicTextStream } from '../tests/fixtures/mock-anthropic.js';
+import { anthropicReply, anthropicTextStream } from '../tests/fixtures/mock-anthropic.js';
 import { chatTextStream, responsesTextStream } from '../tests/fixtures/mock-openai.js';
 
 type Format = 'anthropic' | 'openai-chat' | 'openai-responses' | 'gemini';
 
 let n = 5000;
+/** Tool-loop mode (`{"loop": R}`): Anthropic requests get a tool call until R results came back. */
+let loop = 0;
 const cache = new Map<string, Buffer>();
+
+function toolLoopReply(requestBody: string): Buffer {
+  const results = requestBody.split('"tool_result"').length - 1;
+  const events = results < loop
+    ? anthropicReply({ toolUses: [{ id: `toolu_${String(results).padStart(6, '0')}`, name: 'Noop', input: {} }], stopReason: 'tool_use' })
+    : anthropicReply({ text: 'done' });
+  return Buffer.from(encodeSse(events).join(''), 'utf8');
+}
 
 async function geminiStream(count: number): Promise<SseEvent[]> {
   const mod = (await import('../tests/fixtures/mock-gemini.js')) as { geminiTextStream(n: number): SseEvent[] };
@@ -43,7 +53,9 @@ const server = http.createServer(async (req, res) => {
   const chunks: Buffer[] = [];
   for await (const c of req) chunks.push(c as Buffer);
   if (req.url === '/__config') {
-    n = JSON.parse(Buffer.concat(chunks).toString()).n;
+    const config = JSON.parse(Buffer.concat(chunks).toString()) as { n?: number; loop?: number };
+    if (config.n !== undefined) n = config.n;
+    loop = config.loop ?? 0;
     res.end('ok');
     return;
   }
@@ -52,7 +64,7 @@ const server = http.createServer(async (req, res) => {
     res.writeHead(404).end();
     return;
   }
-  const data = await body(format);
+  const data = loop && format === 'anthropic' ? toolLoopReply(Buffer.concat(chunks).toString()) : await body(format);
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   for (let i = 0; i < data.length; i += 65536) {
     if (!res.write(data.subarray(i, i + 65536))) await new Promise((r) => res.once('drain', r));

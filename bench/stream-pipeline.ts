@@ -82,7 +82,7 @@ const SPECS: Record<BenchFormat, FormatSpec> = {
   },
 };
 
-export async function startBenchServer(): Promise<{ url: string; setN(n: number): Promise<void>; close(): void; child: ChildProcess }> {
+export async function startBenchServer(): Promise<{ url: string; setN(n: number): Promise<void>; setLoop(rounds: number): Promise<void>; close(): void; child: ChildProcess }> {
   const entry = new URL('./sse-server.js', import.meta.url);
   const child = spawn(process.execPath, [entry.pathname], { stdio: ['pipe', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
@@ -95,6 +95,9 @@ export async function startBenchServer(): Promise<{ url: string; setN(n: number)
     child,
     async setN(n) {
       await fetch(`${url}/__config`, { method: 'POST', body: JSON.stringify({ n }) });
+    },
+    async setLoop(rounds) {
+      await fetch(`${url}/__config`, { method: 'POST', body: JSON.stringify({ loop: rounds }) });
     },
     close: () => child.kill(),
   };

@@ -1,0 +1,107 @@
+/**
+ * The tool loop: 200 rounds of a no-op tool through the whole runtime (provider-anthropic, the
+ * kernel's hooks and dispatch, history-sqlite), against a hand-written loop over the raw
+ * Anthropic SDK on the same loopback server (which runs in its own process). Reports CPU
+ * (medians of interleaved repeats) and the heap each retains after a loop (gc exposed).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import { z } from 'zod';
+import type { Plugin, PluginModule } from '../plugin-api.js';
+import { createKernel } from '../core/kernel.js';
+import type { startBenchServer } from './stream-pipeline.js';
+
+v8.setFlagsFromString('--expose_gc');
+const gc = vm.runInNewContext('gc') as () => void;
+const heap = () => {
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+};
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const KEY = 'bench-key';
+
+async function cpuMs(fn: () => Promise<unknown>): Promise<number> {
+  const start = process.cpuUsage();
+  await fn();
+  const d = process.cpuUsage(start);
+  return (d.user + d.system) / 1000;
+}
+
+const noopTool: Plugin = {
+  name: 'bench-noop-tool',
+  apply: (ctx) =>
+    void ctx.registerTool({ name: 'Noop', description: 'Does nothing.', parameters: z.object({}), concurrency: 'parallel', execute: async () => ({ content: [{ type: 'text', text: 'ok' }] }) }),
+};
+
+/** The loop a developer would write with the SDK alone: stream, collect the tool call, answer it, repeat. */
+async function rawLoop(url: string): Promise<number> {
+  const { default: Anthropic } = await import('@anthropic-ai/sdk');
+  const client = new Anthropic({ apiKey: KEY, baseURL: url, maxRetries: 0 });
+  const tools = [{ name: 'Noop', description: 'Does nothing.', input_schema: { type: 'object' as const, properties: {} } }];
+  const messages: Array<{ role: 'user' | 'assistant'; content: unknown }> = [{ role: 'user', content: 'go' }];
+  let rounds = 0;
+  for (;;) {
+    const stream = await client.messages.create({ model: 'claude-sonnet-4-6', max_tokens: 1024, messages: messages as never, tools, stream: true });
+    const blocks: Array<{ type: string; id?: string; name?: string; text?: string; json: string[] }> = [];
+    let stop: string | null = null;
+    for await (const ev of stream) {
+      if (ev.type === 'content_block_start') blocks[ev.index] = { ...(ev.content_block as { type: string }), json: [] };
+      else if (ev.type === 'content_block_delta' && ev.delta.type === 'input_json_delta') blocks[ev.index]!.json.push(ev.delta.partial_json);
+      else if (ev.type === 'message_delta') stop = ev.delta.stop_reason;
+    }
+    rounds++;
+    const calls = blocks.filter((b) => b.type === 'tool_use');
+    if (stop !== 'tool_use' || calls.length === 0) return rounds;
+    messages.push({ role: 'assistant', content: calls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: JSON.parse(c.json.join('') || '{}') })) });
+    messages.push({ role: 'user', content: calls.map((c) => ({ type: 'tool_result', tool_use_id: c.id, content: 'ok' })) });
+  }
+}
+
+export async function benchToolLoop(server: Awaited<ReturnType<typeof startBenchServer>>, rounds = 200, repeats = Number(process.env.LIVEAGENT_BENCH_REPEATS ?? 5)) {
+  await server.setLoop(rounds);
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'la-bench-loop-'));
+  const anthropic = (await import('../plugins/provider-anthropic/index.js')).default as PluginModule;
+  const history = (await import('../plugins/history-sqlite/index.js')).default as PluginModule;
+  const kernel = await createKernel({
+    home,
+    builtins: [anthropic, history, noopTool],
+    settings: { providers: { claude_code: { apiKey: KEY, baseUrl: server.url } }, runtime: { maxRounds: rounds + 10, retryMaxAttempts: 1 } },
+    thirdParty: false,
+  });
+  const pipeline = async () => {
+    const run = kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }], mode: 'tools', provider: 'claude_code', keepEvents: false });
+    const r = await run.result;
+    if (r.status !== 'completed' || r.messages.length !== rounds * 2 + 1) throw new Error(`pipeline loop: ${r.status} after ${r.messages.length} messages (${r.error?.message ?? ''})`);
+  };
+  const raw = async () => {
+    const got = await rawLoop(server.url);
+    if (got !== rounds + 1) throw new Error(`raw loop ran ${got} rounds`);
+  };
+  try {
+    await raw();
+    await pipeline();
+    const rawTimes: number[] = [];
+    const pipeTimes: number[] = [];
+    for (let i = 0; i < repeats; i++) {
+      rawTimes.push(await cpuMs(raw));
+      pipeTimes.push(await cpuMs(pipeline));
+    }
+    let before = heap();
+    await raw();
+    const rawRetained = heap() - before;
+    before = heap();
+    await pipeline();
+    const pipelineRetained = heap() - before;
+    const rawMs = median(rawTimes);
+    const pipelineMs = median(pipeTimes);
+    return { rounds, rawMs, pipelineMs, ratio: pipelineMs / rawMs, retainedPerRoundBytes: (pipelineRetained - rawRetained) / rounds };
+  } finally {
+    await server.setLoop(0);
+    await kernel.shutdown();
+    fs.rmSync(home, { recursive: true, force: true });
+  }
+}
