@@ -17,7 +17,7 @@ import modelCatalog from '../plugins/model-catalog/index.js';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-function conversation(n: number): Message[] {
+export function conversation(n: number): Message[] {
   const out: Message[] = [];
   for (let i = 0; i < n; i += 2) {
     out.push({ id: `m_u${i}`, role: 'user', content: [{ type: 'text', text: `question ${i}: ${'some words of a question '.repeat(8)}` }], createdAt: 1000 + i });

@@ -79,6 +79,16 @@ async function main() {
     console.log(`  gateway ${fmt(r.gatewayCpuMs, 0)} ms vs raw ws loop (serialize once, send to each) ${fmt(r.rawCpuMs, 0)} ms: ratio ${fmt(r.ratio)} (target <= 1.3) ${ok ? 'OK' : 'OVER TARGET'}`);
     console.log(`  stalled client: held at most ${fmt(r.stalledMaxHeldBytes / 1048576)} MiB, dropped: ${r.stalledDropped}; the raw loop had ${fmt(r.rawStalledBufferedBytes / 1048576)} MiB buffered for it`);
   }
+  if (want('history')) {
+    const { benchHistoryPages } = await import('./history-pages.js');
+    const r = await benchHistoryPages();
+    const pageOk = r.pageRatio <= 1.5;
+    const fullOk = r.fullRatio <= 1.5;
+    if (!pageOk || !fullOk) failed = true;
+    console.log(`\nHistory reads of a ${r.messages}-message conversation through the history service vs a prepared SELECT + JSON.parse of the same rows (medians)`);
+    console.log(`  newest 100: ${fmt(r.pageMs, 2)} ms vs ${fmt(r.pageFloor, 2)} ms: ratio ${fmt(r.pageRatio)} (target <= 1.5) ${pageOk ? 'OK' : 'OVER TARGET'}`);
+    console.log(`  all ${r.messages}: ${fmt(r.fullMs, 1)} ms vs ${fmt(r.fullFloor, 1)} ms: ratio ${fmt(r.fullRatio)} (target <= 1.5) ${fullOk ? 'OK' : 'OVER TARGET'}`);
+  }
   if (want('compaction')) {
     const { benchCompactionDecision } = await import('./compaction-decision.js');
     const r = await benchCompactionDecision();

@@ -7,7 +7,7 @@ import type { Knex } from 'knex';
 import { z } from 'zod';
 import type { ExecutionMode, JsonObject, RuntimeApi } from '../../plugin-api.js';
 import { UsageError } from '../../core/errors.js';
-import { parseMeta, rowToHistoryMessage, rowToUsage, type ConversationRow, type UsageRow } from './rows.js';
+import { parseMeta, rowToHistoryMessage, rowToUsage, type UsageRow } from './rows.js';
 import type { ConversationDetail, ConversationPage, ConversationSummary, HistoryService, ListConversationsOptions, SegmentInfo } from './service.js';
 import type { HistoryStore } from './store.js';
 
@@ -101,17 +101,10 @@ export function createHistoryService({ knex, store, runtime, track }: ServiceDep
       track(async () => {
         check(Id, id, 'getConversation', 'id');
         const p = check(Page, page ?? {}, 'getConversation', 'page');
-        const conv = (await knex('conversations').where({ id }).first()) as ConversationRow | undefined;
-        if (!conv) return undefined;
-        const segments = (await knex('segments').where({ conversation_id: id }).orderBy('rowid')) as Array<{
-          id: string;
-          parent_segment_id: string | null;
-          summary: string | null;
-          checkpoint: string | null;
-          created_at: number;
-        }>;
-        // Prepared statements, not knex, for the rows: this is what opening a long conversation costs.
-        const { rows, hasMore, count } = store.messagesPage(id, p);
+        // Prepared statements, not knex: this is what opening a long conversation costs.
+        const found = store.conversationDetail(id, p);
+        if (!found) return undefined;
+        const { conv, segments, rows, hasMore, count } = found;
         const detail: ConversationDetail = {
           ...summaryOf({ ...conv, message_count: count }),
           lastSeq: conv.last_seq,

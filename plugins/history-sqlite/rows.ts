@@ -38,6 +38,14 @@ export interface ConversationRow {
   meta: string;
 }
 
+export interface SegmentRow {
+  id: string;
+  parent_segment_id: string | null;
+  summary: string | null;
+  checkpoint: string | null;
+  created_at: number;
+}
+
 export interface UsageRow {
   conversation_id: string;
   message_id: string | null;
@@ -98,7 +106,11 @@ export function statusOf(m: Message): 'partial' | 'complete' {
 }
 
 export function rowToMessage(r: MessageRow): Message {
-  const m: Message = { id: r.id, role: r.role, content: JSON.parse(r.content), createdAt: r.created_at };
+  return withOptional({ id: r.id, role: r.role, content: JSON.parse(r.content), createdAt: r.created_at }, r);
+}
+
+/** The optional fields, set in place (one object per row: opening 10k messages makes 10k, not 20k). */
+function withOptional<M extends Message>(m: M, r: MessageRow): M {
   if (r.provider !== null) m.provider = r.provider;
   if (r.model !== null) m.model = r.model;
   if (r.stop_reason !== null) m.stopReason = r.stop_reason as StopReason;
@@ -110,7 +122,8 @@ export function rowToMessage(r: MessageRow): Message {
 }
 
 export function rowToHistoryMessage(r: MessageRow): HistoryMessage {
-  return { ...rowToMessage(r), status: r.status, segmentId: r.segment_id, ordinal: r.ordinal, updatedAt: r.updated_at };
+  const m: HistoryMessage = { id: r.id, role: r.role, content: JSON.parse(r.content), createdAt: r.created_at, status: r.status, segmentId: r.segment_id, ordinal: r.ordinal, updatedAt: r.updated_at };
+  return withOptional(m, r);
 }
 
 export function rowToUsage(r: UsageRow): UsageRecord {

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
 import { UsageError } from '../../core/errors.js';
 import type { Checkpoint, CheckpointRecord, HistorySnapshot, Message, RoundRecord, SessionInfo } from '../../plugin-api.js';
-import { messageParams, rowToMessage, statusOf, type MessageParams, type MessageRow } from './rows.js';
+import { messageParams, rowToMessage, statusOf, type ConversationRow, type MessageParams, type MessageRow, type SegmentRow } from './rows.js';
 
 type Statement<P extends unknown[] | {} = unknown[], R = unknown> = BetterSqlite3.Statement<P, R>;
 
@@ -53,7 +53,9 @@ export class HistoryStore {
   private readonly deleteFrom: Statement<[string, number]>;
   private readonly allMessages: Statement<[string], MessageRow>;
   private readonly pageBefore: Statement<[string, number, number], MessageRow>;
-  private readonly countMessages: Statement<[string], { n: number }>;
+  private readonly countMessages: Statement<[string], { n: number | null }>;
+  private readonly conversationRow: Statement<[string], ConversationRow>;
+  private readonly segmentRows: Statement<[string], SegmentRow>;
 
   readonly saveUserMessage: (m: Message, info: SessionInfo) => void;
   readonly saveProgress: (m: Message, info: SessionInfo) => void;
@@ -115,7 +117,11 @@ export class HistoryStore {
     this.allMessages = db.prepare('SELECT * FROM messages WHERE conversation_id = ? ORDER BY ordinal');
     // Newest first through the (conversation_id, ordinal) index, then put back in order.
     this.pageBefore = db.prepare('SELECT * FROM messages WHERE conversation_id = ? AND ordinal < ? ORDER BY ordinal DESC LIMIT ?');
-    this.countMessages = db.prepare('SELECT COUNT(*) AS n FROM messages WHERE conversation_id = ?');
+    // Ordinals run 1..N without holes (new rows take MAX + 1; truncation only cuts the tail), so
+    // the count is the highest ordinal: one index probe instead of a scan.
+    this.countMessages = db.prepare('SELECT MAX(ordinal) AS n FROM messages WHERE conversation_id = ?');
+    this.conversationRow = db.prepare('SELECT * FROM conversations WHERE id = ?');
+    this.segmentRows = db.prepare('SELECT id, parent_segment_id, summary, checkpoint, created_at FROM segments WHERE conversation_id = ? ORDER BY rowid');
 
     this.saveUserMessage = this.guard(
       db.transaction((m: Message, info: SessionInfo) => {
@@ -191,6 +197,14 @@ export class HistoryStore {
     this.releaseSeq.run({ id: info.conversationId, lastSeq: info.lastSeq, now: Date.now() });
   }
 
+
+  /** A conversation's row, segments and messages (all, or one page), read in one go; undefined when unknown. */
+  conversationDetail(conversationId: string, page: { limit?: number; before?: number }) {
+    this.assertOpen();
+    const conv = this.conversationRow.get(conversationId);
+    if (!conv) return undefined;
+    return { conv, segments: this.segmentRows.all(conversationId), ...this.messagesPage(conversationId, page) };
+  }
 
   /** A conversation's messages, all or one page (the newest `limit` before `before`), oldest first. */
   messagesPage(conversationId: string, page: { limit?: number; before?: number }): { rows: MessageRow[]; hasMore: boolean; count: number } {
