@@ -64,6 +64,13 @@ async function main() {
       server.close();
     }
   }
+  if (want('coldstart')) {
+    const { benchColdStart } = await import('./cold-start.js');
+    const r = await benchColdStart();
+    const ok = r.ratio <= 1.25;
+    if (!ok) failed = true;
+    console.log(`\nCold start to the first request: liveagent chat --mode text ${fmt(r.cliMs, 0)} ms vs a script importing only the SDK ${fmt(r.rawMs, 0)} ms: ratio ${fmt(r.ratio)} (target <= 1.25) ${ok ? 'OK' : 'OVER TARGET'}`);
+  }
   if (want('startup')) {
     const s = benchStartup();
     console.log(`\nStart-up (median of 7 fresh processes): node -e 0 ${fmt(s.bareNodeMs, 0)} ms; kernel + builtins total ${fmt(s.totalMs, 0)} ms`);

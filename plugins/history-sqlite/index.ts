@@ -33,8 +33,9 @@ export default definePlugin({
     const settings = ctx.config as HistorySettings;
     const file = path.resolve(ctx.paths.home, settings.file ?? DEFAULT_DB_FILE);
 
-    // The database opens in the background once the host is ready, not during boot: importing
-    // knex and checking migrations costs 100-300 ms, and start-up must not pay for it. Every tap
+    // The database opens in the background once the host is ready, not during boot (the native
+    // module and the schema check cost tens of ms; knex, ~100 ms more, loads only for pending
+    // migrations or the first browsing query). Every tap
     // and service call awaits the same opening, so the first run simply waits for it.
     let opened: Promise<{ handle: HistoryDatabase; store: HistoryStore; service: HistoryService }> | undefined;
     let closing: Promise<void> | undefined;

@@ -59,17 +59,19 @@ const summaryOf = (r: SummaryRow): ConversationSummary => ({
 const likePattern = (s: string) => `%${s.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
 
 export interface ServiceDeps {
-  knex: Knex;
+  /** knex over the store's connection, made on first use. */
+  knex(): Promise<Knex>;
   store: HistoryStore;
   runtime: RuntimeApi;
   /** Runs an operation, refusing it once the database is closing, and lets shutdown wait for it. */
   track<T>(op: () => Promise<T>): Promise<T>;
 }
 
-export function createHistoryService({ knex, store, runtime, track }: ServiceDeps): HistoryService {
+export function createHistoryService({ knex: getKnex, store, runtime, track }: ServiceDeps): HistoryService {
   return {
     listConversations: (options?: ListConversationsOptions) =>
       track(async () => {
+        const knex = await getKnex();
         const o = check(ListOptions, options ?? {}, 'listConversations', 'options');
         const q = knex('conversations as c')
           .select('c.id', 'c.title', 'c.created_at', 'c.updated_at', 'c.provider', 'c.model')
@@ -121,6 +123,7 @@ export function createHistoryService({ knex, store, runtime, track }: ServiceDep
 
     renameConversation: (id: string, title: string) =>
       track(async () => {
+        const knex = await getKnex();
         check(Id, id, 'renameConversation', 'id');
         const t = check(Title, title, 'renameConversation', 'title');
         return (await knex('conversations').where({ id }).update({ title: t })) > 0;
@@ -128,6 +131,7 @@ export function createHistoryService({ knex, store, runtime, track }: ServiceDep
 
     deleteConversation: (id: string) =>
       track(async () => {
+        const knex = await getKnex();
         check(Id, id, 'deleteConversation', 'id');
         // Stop a run first, or its final round would write into (and recreate) the conversation.
         await runtime.forgetConversation(id);
@@ -137,12 +141,14 @@ export function createHistoryService({ knex, store, runtime, track }: ServiceDep
 
     conversationExists: (id: string) =>
       track(async () => {
+        const knex = await getKnex();
         check(Id, id, 'conversationExists', 'id');
         return !!(await knex('conversations').where({ id }).first('id'));
       }),
 
     setConversationMeta: (id: string, patch: JsonObject) =>
       track(async () => {
+        const knex = await getKnex();
         check(Id, id, 'setConversationMeta', 'id');
         const p = check(MetaPatch, patch, 'setConversationMeta', 'patch');
         // One statement, so two concurrent patches cannot lose each other's keys.
@@ -155,6 +161,7 @@ export function createHistoryService({ knex, store, runtime, track }: ServiceDep
 
     getUsage: (id: string) =>
       track(async () => {
+        const knex = await getKnex();
         check(Id, id, 'getUsage', 'id');
         return ((await knex('usage').where({ conversation_id: id }).orderBy('id')) as UsageRow[]).map(rowToUsage);
       }),
