@@ -518,6 +518,12 @@ export interface Provider {
   isConfigured(settings: Settings): boolean;
   /** Stream one model round. Must honour `signal` and never throw: failures are `error` events. */
   stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent>;
+  /**
+   * Optional: start loading what the first request needs (the SDK) and return at once. The
+   * kernel calls it as a run starts, so the import overlaps loading the history instead of
+   * following it. Contract: must not throw or block; a failed load surfaces in `stream`.
+   */
+  prepare?(): void;
 }
 
 // ────────────────────────────────────────────────────────────────────────────────────────────

@@ -139,6 +139,12 @@ export class Run implements RunHandle {
     let error: RuntimeErrorInfo | undefined;
     let started = false;
     try {
+      // Let the provider start importing its SDK while the history loads.
+      try {
+        this.opts.provider.prepare?.();
+      } catch {
+        /* a hint only: stream() reports real failures */
+      }
       // A manual compaction in progress rewrites the window this run is about to load.
       if (session.compacting) await session.compacting;
       this.window = await this.loadHistory();

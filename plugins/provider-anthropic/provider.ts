@@ -118,6 +118,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
       return r.ok && (!!r.config.apiKey || !!r.config.keyless);
     },
     stream,
+    prepare: () => void loadAnthropicSdk().catch(() => undefined),
   };
 }
 

@@ -117,6 +117,7 @@ export function createGeminiProvider(options: GeminiProviderOptions = {}): Provi
       return r.ok && (!!r.config.apiKey || !!r.config.keyless);
     },
     stream,
+    prepare: () => void loadGeminiSdk().catch(() => undefined),
   };
 }
 

@@ -119,6 +119,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): OpenA
     stream(request, signal) {
       return streamRound(request, signal);
     },
+    prepare: () => void loadOpenAISdk().catch(() => undefined),
   };
 
   async function* streamRound(request: ProviderRequest, signal: AbortSignal): AsyncGenerator<ProviderEvent> {

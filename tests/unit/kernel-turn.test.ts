@@ -283,5 +283,19 @@ describe('kernel turn', () => {
     expect(r.status).toBe('completed');
     expect(writes).toEqual(Array.from({ length: 21 }, () => 'round'));
   });
+  it('a run asks its provider to prepare (start its SDK import) before the history loads', async () => {
+    const order: string[] = [];
+    const provider = { ...fakeProvider([{ text: 'ok' }], 'prep'), prepare: () => void order.push('prepare') };
+    const probe: Plugin = {
+      name: 'probe',
+      apply(ctx) {
+        ctx.registerProvider(provider);
+        ctx.sessionHooks.loadHistory.tap(() => void order.push('loadHistory'));
+      },
+    };
+    const { kernel } = await boot([], [probe]);
+    await kernel.runtime.startRun({ input: [{ type: 'text', text: 'hi' }], provider: 'prep' }).result;
+    expect(order).toEqual(['prepare', 'loadHistory']);
+  });
 });
 
