@@ -86,6 +86,16 @@ async function main() {
     console.log(`  gateway ${fmt(r.gatewayCpuMs, 0)} ms vs raw ws loop (serialize once, send to each) ${fmt(r.rawCpuMs, 0)} ms: ratio ${fmt(r.ratio)} (target <= 1.3) ${ok ? 'OK' : 'OVER TARGET'}`);
     console.log(`  stalled client: held at most ${fmt(r.stalledMaxHeldBytes / 1048576)} MiB, dropped: ${r.stalledDropped}; the raw loop had ${fmt(r.rawStalledBufferedBytes / 1048576)} MiB buffered for it`);
   }
+  if (want('conversations')) {
+    const { benchConversationsHeap } = await import('./conversations-heap.js');
+    const r = await benchConversationsHeap();
+    const openOk = r.openPerConversationBytes <= 16 * 1024;
+    const goneOk = Math.abs(r.forgottenPerConversationBytes) <= 1024;
+    if (!openOk || !goneOk) failed = true;
+    console.log(`\nHeap per conversation, ${r.count} opened (one run each) then forgotten, against the baseline before them`);
+    console.log(`  open and idle: ${fmt(r.openPerConversationBytes / 1024)} KB each (target <= 16 KB) ${openOk ? 'OK' : 'OVER TARGET'}`);
+    console.log(`  after forgetting them: ${fmt(r.forgottenPerConversationBytes / 1024)} KB each (target within +-1 KB) ${goneOk ? 'OK' : 'OVER TARGET'}`);
+  }
   if (want('history')) {
     const { benchHistoryPages } = await import('./history-pages.js');
     const r = await benchHistoryPages();
