@@ -6,19 +6,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import type { Plugin, ProviderEvent } from '../plugin-api.js';
 import { createKernel } from '../core/kernel.js';
 import historySqlite from '../plugins/history-sqlite/index.js';
+import { heapAfterGc as heap } from './gc-heap.js';
 
-v8.setFlagsFromString('--expose_gc');
-const gc = vm.runInNewContext('gc') as () => void;
-const heap = () => {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-};
 
 const provider: Plugin = {
   name: 'bench-echo',

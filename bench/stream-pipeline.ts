@@ -103,7 +103,8 @@ export async function startBenchServer(): Promise<{ url: string; setN(n: number)
   };
 }
 
-function cpuMs(fn: () => Promise<unknown>): Promise<number> {
+/** CPU (user + system) one call takes, in ms. */
+export function cpuMs(fn: () => Promise<unknown>): Promise<number> {
   const start = process.cpuUsage();
   return fn().then(() => {
     const d = process.cpuUsage(start);
@@ -111,7 +112,7 @@ function cpuMs(fn: () => Promise<unknown>): Promise<number> {
   });
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const REPEATS = Number(process.env.LIVEAGENT_BENCH_REPEATS ?? 5);
 
 export interface PipelineResult {
@@ -148,7 +149,14 @@ export async function benchStreamPipeline(format: BenchFormat, n: number, url: s
     const got = await spec.raw(url);
     if (got < n) throw new Error(`raw SDK saw ${got} deltas, expected ${n}`);
   };
-  // Warm both paths (JIT, lazy imports, the SQLite file) before measuring.
+  const { rawMs, pipelineMs } = await compareCpu(raw, pipeline, repeats);
+  await kernel.shutdown();
+  fs.rmSync(home, { recursive: true, force: true });
+  return { format, n, rawMs, pipelineMs, ratio: pipelineMs / rawMs, perDeltaUs: (pipelineMs * 1000) / n };
+}
+
+/** Warm both paths (JIT, lazy imports, files), then the median CPU of interleaved repeats of each. */
+export async function compareCpu(raw: () => Promise<unknown>, pipeline: () => Promise<unknown>, repeats: number): Promise<{ rawMs: number; pipelineMs: number }> {
   await raw();
   await pipeline();
   const rawTimes: number[] = [];
@@ -157,9 +165,5 @@ export async function benchStreamPipeline(format: BenchFormat, n: number, url: s
     rawTimes.push(await cpuMs(raw));
     pipeTimes.push(await cpuMs(pipeline));
   }
-  await kernel.shutdown();
-  fs.rmSync(home, { recursive: true, force: true });
-  const rawMs = median(rawTimes);
-  const pipelineMs = median(pipeTimes);
-  return { format, n, rawMs, pipelineMs, ratio: pipelineMs / rawMs, perDeltaUs: (pipelineMs * 1000) / n };
+  return { rawMs: median(rawTimes), pipelineMs: median(pipeTimes) };
 }

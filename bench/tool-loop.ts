@@ -7,29 +7,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { z } from 'zod';
 import type { Plugin, PluginModule } from '../plugin-api.js';
 import { createKernel } from '../core/kernel.js';
-import type { startBenchServer } from './stream-pipeline.js';
+import { compareCpu, type startBenchServer } from './stream-pipeline.js';
+import { heapAfterGc as heap } from './gc-heap.js';
 
-v8.setFlagsFromString('--expose_gc');
-const gc = vm.runInNewContext('gc') as () => void;
-const heap = () => {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-};
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const KEY = 'bench-key';
-
-async function cpuMs(fn: () => Promise<unknown>): Promise<number> {
-  const start = process.cpuUsage();
-  await fn();
-  const d = process.cpuUsage(start);
-  return (d.user + d.system) / 1000;
-}
 
 const noopTool: Plugin = {
   name: 'bench-noop-tool',
@@ -82,22 +66,13 @@ export async function benchToolLoop(server: Awaited<ReturnType<typeof startBench
     if (got !== rounds + 1) throw new Error(`raw loop ran ${got} rounds`);
   };
   try {
-    await raw();
-    await pipeline();
-    const rawTimes: number[] = [];
-    const pipeTimes: number[] = [];
-    for (let i = 0; i < repeats; i++) {
-      rawTimes.push(await cpuMs(raw));
-      pipeTimes.push(await cpuMs(pipeline));
-    }
+    const { rawMs, pipelineMs } = await compareCpu(raw, pipeline, repeats);
     let before = heap();
     await raw();
     const rawRetained = heap() - before;
     before = heap();
     await pipeline();
     const pipelineRetained = heap() - before;
-    const rawMs = median(rawTimes);
-    const pipelineMs = median(pipeTimes);
     return { rounds, rawMs, pipelineMs, ratio: pipelineMs / rawMs, retainedPerRoundBytes: (pipelineRetained - rawRetained) / rounds };
   } finally {
     await server.setLoop(0);

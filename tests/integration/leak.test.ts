@@ -6,21 +6,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createKernel, type Kernel } from '../../core/kernel.js';
 import historySqlite from '../../plugins/history-sqlite/index.js';
 import { echoToolPlugin } from '../helpers/echo-tool.js';
 import { fakeProvider } from '../helpers/fake-provider.js';
+import { heapAfterGc as heap } from '../../bench/gc-heap.js';
 
-v8.setFlagsFromString('--expose_gc');
-const gc = vm.runInNewContext('gc') as () => void;
-const heap = () => {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-};
 
 const kernels: Kernel[] = [];
 afterAll(async () => {
