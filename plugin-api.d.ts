@@ -757,6 +757,8 @@ export interface Checkpoint {
   tokensBefore: number;
   /** Estimated context tokens of the window it leaves. */
   tokensAfter: number;
+  /** Tokens the summary requests themselves used (stores count them with the conversation's usage). */
+  usage?: Usage;
   /** Epoch milliseconds. */
   createdAt: number;
 }

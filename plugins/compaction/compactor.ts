@@ -8,7 +8,7 @@
  * threshold is not tried again until the context has grown by a twentieth of the window; a
  * failed summary falls back to pruning, and a failure leaves the history as it was.
  */
-import type { Checkpoint, CompactionAnswer, CompactionRequest, ContextBudget, Logger, Message, RuntimeApi } from '../../plugin-api.js';
+import type { Checkpoint, CompactionAnswer, CompactionRequest, ContextBudget, Logger, Message, RuntimeApi, Usage } from '../../plugin-api.js';
 import { chooseBoundary, lastUserIndex, mergeLedger, pruneCandidates, recentFacts } from './plan.js';
 import { budgetFor, type CompactionSettings, type ModelBudget, type ModelFactsLike } from './settings.js';
 import { SUMMARY_SYSTEM, fitTranscript, repairPrompt, summaryPrompt, summaryProblems } from './summary.js';
@@ -130,6 +130,7 @@ export class Compactor {
       tokensAfter: Math.max(0, after),
     };
     if (kept[0]) draft.firstKeptMessageId = kept[0].id;
+    if (written.usage) draft.usage = written.usage;
     return draft;
   }
 
@@ -157,7 +158,7 @@ export class Compactor {
     return draft;
   }
 
-  private async summarize(req: CompactionRequest, covered: Message[], s: CompactionSettings): Promise<{ text: string; provider: string; model: string } | { failed: string }> {
+  private async summarize(req: CompactionRequest, covered: Message[], s: CompactionSettings): Promise<{ text: string; provider: string; model: string; usage?: Usage } | { failed: string }> {
     const [provider, model] = s.model ? splitModel(s.model) : [req.provider, req.model];
     const window = budgetFor(s, provider, model, this.d.facts(provider, model)).contextWindow;
     // Small windows get a proportionally small summary and prompt allowance.
@@ -167,13 +168,15 @@ export class Compactor {
     const facts = recentFacts(covered);
     const prompt = summaryPrompt(req.checkpoint?.summary, fitTranscript(covered, s.toolOutputChars ?? 2000, room), facts);
     const ask: Message[] = [{ id: 'compaction-request', role: 'user', content: [{ type: 'text', text: prompt }], createdAt: Date.now() }];
+    let usage: Usage | undefined;
     try {
       for (let attempt = 1; attempt <= 2; attempt++) {
         const r = await this.d.runtime.complete({ provider, model, system: [SUMMARY_SYSTEM], messages: ask, maxOutputTokens: maxTokens, signal: req.signal });
+        if (r.usage) usage = sumUsage(usage, r.usage);
         if (r.message.stopReason === 'refusal') return { failed: 'the model refused to write the summary' };
         const text = r.text.trim();
         const problems = summaryProblems(text, facts);
-        if (!problems.length) return { text, provider, model };
+        if (!problems.length) return { text, provider, model, ...(usage ? { usage } : {}) };
         this.d.logger.warn(`summary rejected (${problems.join('; ')})${attempt === 1 ? ', asking once more' : ''}`);
         if (attempt === 2) return { failed: `the summary was not usable: ${problems.join('; ')}` };
         ask.push(r.message, { id: 'compaction-repair', role: 'user', content: [{ type: 'text', text: repairPrompt(problems) }], createdAt: Date.now() });
@@ -183,6 +186,16 @@ export class Compactor {
     }
     return { failed: 'no summary' };
   }
+}
+
+function sumUsage(a: Usage | undefined, b: Usage): Usage {
+  if (!a) return { ...b };
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    ...(a.cacheReadTokens || b.cacheReadTokens ? { cacheReadTokens: (a.cacheReadTokens ?? 0) + (b.cacheReadTokens ?? 0) } : {}),
+    ...(a.cacheWriteTokens || b.cacheWriteTokens ? { cacheWriteTokens: (a.cacheWriteTokens ?? 0) + (b.cacheWriteTokens ?? 0) } : {}),
+  };
 }
 
 function splitModel(spec: string): [string, string] {

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
 import { UsageError } from '../../core/errors.js';
-import type { Checkpoint, CheckpointRecord, HistorySnapshot, Message, RoundRecord, SessionInfo } from '../../plugin-api.js';
+import type { Checkpoint, CheckpointRecord, HistorySnapshot, Message, RoundRecord, SessionInfo, Usage } from '../../plugin-api.js';
 import { messageParams, rowToMessage, statusOf, type ConversationRow, type MessageParams, type MessageRow, type SegmentRow } from './rows.js';
 
 type Statement<P extends unknown[] | {} = unknown[], R = unknown> = BetterSqlite3.Statement<P, R>;
@@ -46,7 +46,7 @@ export class HistoryStore {
   private readonly touch: Statement<{ id: string; lastSeq: number; now: number }>;
   private readonly touchRound: Statement<{ id: string; lastSeq: number; now: number; provider: string; model: string }>;
   private readonly runFacts: Statement<RunFacts>;
-  private readonly insertUsage: Statement<Record<string, string | number>>;
+  private readonly insertUsage: Statement<Record<string, string | number | null>>;
   private readonly segmentMessages: Statement<[string], MessageRow>;
   private readonly segmentSummary: Statement<[string], { summary: string | null; checkpoint: string | null }>;
   private readonly messageAt: Statement<[string, string], { ordinal: number; segment_id: string }>;
@@ -159,6 +159,8 @@ export class HistoryStore {
         // Nothing kept: the new segment starts empty (every message stays in the old one).
         const segment = this.newSegment(r.conversationId, c.summary, c.firstKeptMessageId ?? null, c);
         if (!segment) throw new UsageError(`unknown conversation "${r.conversationId}"`);
+        // What the summary cost is the conversation's spending too (round 0: not a model round).
+        if (c.usage && c.provider && c.model) this.recordUsage({ conversationId: r.conversationId, messageId: null, runId: `compaction:${segment}`, round: 0, provider: c.provider, model: c.model, usage: c.usage, now });
         this.touch.run({ id: r.conversationId, lastSeq: r.lastSeq, now });
       }),
     );
@@ -236,24 +238,25 @@ export class HistoryStore {
     this.ensure(id, r.lastSeq, now);
     this.upsertMessage.run(messageParams(id, r.assistant, statusOf(r.assistant), now));
     if (r.toolResults) this.upsertMessage.run(messageParams(id, r.toolResults, 'complete', now));
-    if (r.usage) {
-      const u = r.usage;
-      this.insertUsage.run({
-        conversationId: id,
-        messageId: r.assistant.id,
-        runId: r.runId,
-        round: r.round,
-        provider: r.provider,
-        model: r.model,
-        input: u.inputTokens,
-        output: u.outputTokens,
-        cacheRead: u.cacheReadTokens ?? 0,
-        cacheWrite: u.cacheWriteTokens ?? 0,
-        reasoning: u.reasoningTokens ?? 0,
-        now,
-      });
-    }
+    if (r.usage) this.recordUsage({ conversationId: id, messageId: r.assistant.id, runId: r.runId, round: r.round, provider: r.provider, model: r.model, usage: r.usage, now });
     this.touchRound.run({ id, lastSeq: r.lastSeq, now, provider: r.provider, model: r.model });
+  }
+
+  private recordUsage(u: { conversationId: string; messageId: string | null; runId: string; round: number; provider: string; model: string; usage: Usage; now: number }): void {
+    this.insertUsage.run({
+      conversationId: u.conversationId,
+      messageId: u.messageId,
+      runId: u.runId,
+      round: u.round,
+      provider: u.provider,
+      model: u.model,
+      input: u.usage.inputTokens,
+      output: u.usage.outputTokens,
+      cacheRead: u.usage.cacheReadTokens ?? 0,
+      cacheWrite: u.usage.cacheWriteTokens ?? 0,
+      reasoning: u.usage.reasoningTokens ?? 0,
+      now: u.now,
+    });
   }
 
   private truncateAt(conversationId: string, fromMessageId: string): void {

@@ -64,6 +64,10 @@ describe('compaction with the wire mock', () => {
     expect(stored.segments.length).toBe(runsThatCompacted.length + 1);
     expect(stored.segments[1]!.checkpoint).toMatchObject({ kind: 'summary', trigger: 'pre-send', provider: 'tiny', model: 'tiny-1' });
     expect(stored.messages).toHaveLength(28); // nothing is deleted: covered messages stay in their segment
+    // The summaries' own tokens count with the conversation's usage (round 0: not a model round).
+    const spent = (await history.getUsage(id!)).filter((u) => u.round === 0);
+    expect(spent).toHaveLength(runsThatCompacted.length);
+    expect(spent[0]).toMatchObject({ provider: 'tiny', model: 'tiny-1', messageId: null, inputTokens: 500, outputTokens: 120 });
 
     await h.restart();
     const before = h.chatRequests().length;
