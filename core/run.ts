@@ -343,7 +343,14 @@ export class Run implements RunHandle {
       if (interrupted) {
         // The reply outgrew the budget: compact with the partial reply kept, then let it go on.
         this.midStreamUsed = true;
-        await this.compact(this.requestContext(round), { trigger: 'mid-stream', force: true, request });
+        const step = await this.compact(this.requestContext(round), { trigger: 'mid-stream', force: true, request });
+        if (step.kind !== 'compacted') {
+          // Going on would only overflow: end here, the partial reply kept, and say why.
+          const why = step.kind === 'failed' ? step.reason : 'no compaction plugin answered';
+          this.lastError = { code: 'provider', message: `the reply outgrew the context window of ${this.opts.model} and the context could not be compacted (${why}); the reply was stopped and what it wrote is kept` };
+          this.emit({ type: 'error', error: this.lastError });
+          return 'error';
+        }
         await this.addUserMessage({ ...this.userMessage([{ type: 'text', text: CONTINUE_AFTER_COMPACTION }]), meta: { synthetic: 'continue' } });
         trigger = 'pre-send';
       } else if (calls.length === 0) {

@@ -24,6 +24,8 @@ export interface CompactorDeps {
 type Draft = Extract<CompactionAnswer, { checkpoint: unknown }>['checkpoint'];
 
 const STALL_LIMIT = 1000;
+/** Below this, what a summary would replace is about the size of the summary itself. */
+const MIN_SUMMARIZED_TOKENS = 300;
 /** Room the prompt around the transcript and the previous summary need in a summary request. */
 const PROMPT_OVERHEAD = 1500;
 
@@ -55,6 +57,7 @@ export class Compactor {
     // The provider's own count beats our estimate when it refused the prompt.
     const before = Math.max(used, overflowTokens(req.error?.message));
     const draft = await this.compact(req, budget, before, s);
+    if ('skip' in draft) return { budget: report(used) };
     if ('failed' in draft) {
       // Do not try again on every request: wait until the context has grown.
       this.stall(conversationId, before);
@@ -87,16 +90,21 @@ export class Compactor {
   }
 
   /** Summarize (then prune if still over), or prune alone when there is nothing to summarize. */
-  private async compact(req: CompactionRequest, budget: ModelBudget, before: number, s: CompactionSettings): Promise<Draft | { failed: string }> {
+  private async compact(req: CompactionRequest, budget: ModelBudget, before: number, s: CompactionSettings): Promise<Draft | { failed: string } | { skip: true }> {
     const window = req.messages;
-    const latest = req.trigger === 'manual' ? window.length : Math.max(0, lastUserIndex(window));
-    let at = chooseBoundary(window, this.counter, budget.keepRecentTokens, latest);
-    // Forced and nothing outside the recent window: keep only from the newest user turn on.
-    if (at === 0 && req.force) at = chooseBoundary(window, this.counter, 0, latest);
+    const manual = req.trigger === 'manual';
+    const latest = Math.max(0, lastUserIndex(window));
+    // "Compact now" summarizes all but the newest turn; automatic triggers keep the recent window.
+    let at = chooseBoundary(window, this.counter, manual ? 0 : budget.keepRecentTokens, latest, false);
+    // Forced and nothing outside the recent window: keep only the newest turn (or, in one long
+    // agent turn, its latest rounds).
+    if (at === 0 && req.force && !manual) at = chooseBoundary(window, this.counter, 0, latest, true);
     const pruned = new Set(req.checkpoint?.prunedToolCallIds ?? []);
-    if (at === 0) {
+    // A summary of a few hundred tokens does not pay for itself: prune instead, or do nothing.
+    if (at === 0 || messagesTokens(window.slice(0, at), this.counter) < MIN_SUMMARIZED_TOKENS) {
+      if (manual && pruneCandidates(window, this.counter, pruned).length === 0) return { skip: true };
       req.begin();
-      return this.prune(req, budget, before, pruned, 'there is nothing old enough to summarize');
+      return this.prune(req, budget, before, pruned, 'there is too little old history to summarize');
     }
     const covered = window.slice(0, at);
     const kept = window.slice(at);

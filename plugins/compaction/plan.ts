@@ -9,11 +9,12 @@ import type { MessageCounter } from './tokens.js';
 /**
  * Index of the first kept message: walk back from the end until `keepTokens` are kept, then
  * move to a message that is not a tool result (its call stays with it), and back to the user
- * message that opened that turn when there is one. `latest` is the
+ * message that opened that turn when there is one (else, with `allowSplit`, between rounds of
+ * that one long turn). `latest` is the
  * highest index the boundary may take (the newest user message, which is never covered).
  * 0 means nothing can be covered.
  */
-export function chooseBoundary(window: Message[], counter: MessageCounter, keepTokens: number, latest: number): number {
+export function chooseBoundary(window: Message[], counter: MessageCounter, keepTokens: number, latest: number, allowSplit = true): number {
   let at = window.length;
   let kept = 0;
   while (at > 0 && kept < keepTokens) {
@@ -23,9 +24,11 @@ export function chooseBoundary(window: Message[], counter: MessageCounter, keepT
   at = Math.min(at, latest);
   while (at > 0 && window[at]?.role === 'tool') at--;
   // Prefer a turn boundary: keep the user message together with the replies to it.
+  if (at >= window.length) return at; // everything is covered (a manual compaction keeping nothing)
   let turn = at;
   while (turn > 0 && window[turn]!.role !== 'user') turn--;
-  return turn > 0 ? turn : at;
+  // Inside the first turn: only a long agent turn (allowSplit) is cut between its rounds.
+  return turn > 0 || !allowSplit ? turn : at;
 }
 
 /** Index of the newest user message the user typed (synthetic turns count too: they are what the model answers). */

@@ -166,7 +166,8 @@ describe.skipIf(!hasChromium)('WebUI compaction (e2e)', () => {
 
     // The mock answers this conversation's summary with something unusable, and there is no tool output to prune.
     await newChat(page, 'text');
-    await sendAndWait(page, '/nosummary one', 'Echo: /nosummary one');
+    // Long enough to be worth summarizing (a conversation of a few words has nothing to compact).
+    await sendAndWait(page, `/nosummary one ${'filler words to summarize '.repeat(60)}`, /^Echo: \/nosummary one/);
     await sendAndWait(page, 'two', 'Echo: two');
     await page.getByTestId('compact-now').click();
     const notice = page.getByTestId('compaction-notice');
@@ -183,7 +184,8 @@ describe.skipIf(!hasChromium)('WebUI compaction (e2e)', () => {
   it('a reply that outgrows the context is compacted mid-stream and continues after a muted note', async () => {
     await newChat(page, 'text');
     await page.getByTestId('model-picker').selectOption({ label: 'Claude Haiku 4.5' });
-    await sendAndWait(page, 'first turn', 'Echo: first turn');
+    const first = `first turn ${'with words worth a summary '.repeat(60)}`;
+    await sendAndWait(page, first, /^Echo: first turn/);
     // 2500 words do not fit the 3000-token window: the kernel stops the reply, compacts, and asks the model to go on.
     await send(page, '/slow 2500 1');
     await page.locator('[data-testid="checkpoint-card"][data-trigger="mid-stream"]').waitFor({ timeout: 20_000 });
@@ -199,7 +201,7 @@ describe.skipIf(!hasChromium)('WebUI compaction (e2e)', () => {
     await note.waitFor();
     expect(await note.textContent()).toBe('continued after a context checkpoint');
     const typed = await page.getByTestId('user-text').allTextContents();
-    expect(typed).toEqual(['first turn', '/slow 2500 1']);
+    expect(typed.map((t) => t.trim())).toEqual([first.trim(), '/slow 2500 1']);
     await page.reload();
     await waitConnected(page);
     await page.getByTestId('synthetic-continue').waitFor();

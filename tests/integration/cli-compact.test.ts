@@ -54,6 +54,11 @@ describe('liveagent compact', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(new RegExp(`^compacted ${id}: \\d+ messages summarized by tiny · tiny-1; context \\d+ → \\d+ tokens\\n$`));
 
+    // Right after it there is nothing left to compact; two turns later there is.
+    const nothing = await runCli(['compact', '--conversation', id], { home });
+    expect(nothing.code, nothing.stderr).toBe(0);
+    expect(nothing.stdout).toMatch(/^nothing to compact: /);
+    for (const n of [5, 6]) expect((await runCli(['chat', '--mode', 'text', '--conversation', id, turn(n)], { home })).code).toBe(0);
     const again = await runCli(['compact', '--conversation', id, '--json'], { home });
     expect(again.code, again.stderr).toBe(0);
     const lines = jsonLines(again.stdout);

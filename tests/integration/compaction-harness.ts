@@ -19,7 +19,8 @@ export const WINDOW = 4000;
 
 type Body = { system?: string | Array<{ text: string }>; messages: Array<{ role: string; content: string | Array<{ type: string; text?: string; content?: unknown }> }> };
 export const systemOf = (b: Body) => (typeof b.system === 'string' ? b.system : (b.system ?? []).map((p) => p.text).join('\n'));
-const textOf = (c: Body['messages'][number]['content']) => (typeof c === 'string' ? c : c.map((x) => x.text ?? '').join(''));
+// The last text block: the provider merges a user turn that follows a failed (empty) reply into the one before.
+const textOf = (c: Body['messages'][number]['content']) => (typeof c === 'string' ? c : (c.filter((x) => x.type === 'text').at(-1)?.text ?? ''));
 export const isSummaryRequest = (r: RecordedRequest) => systemOf(r.body).includes('You write context checkpoints');
 export const lastUserText = (b: Body) => textOf([...b.messages].reverse().find((m) => m.role === 'user')!.content);
 

@@ -165,6 +165,16 @@ describe('kernel compaction seam', () => {
     expect(compactionEvents(b.events).filter((p) => p.phase === 'end')).toHaveLength(1);
   });
 
+  it('mid-stream with nothing to compact ends the run with the partial reply kept and a clear error', async () => {
+    const { plugin } = compactor((req) => (req.trigger === 'mid-stream' ? { failed: 'there is too little old history to summarize' } : { budget: { usedTokens: 10, contextWindow: 1000, thresholdTokens: 800, replyChars: 5 } }));
+    const { kernel, provider } = await boot([{ text: ['0123456789', 'never sent'] }], [plugin]);
+    const r = await run(kernel, 'write');
+    expect(r.result.status).toBe('error');
+    expect(r.result.error?.message).toMatch(/outgrew the context window of fake-1 .*too little old history.*what it wrote is kept/);
+    expect(r.result.messages[0]!.meta).toMatchObject({ interrupted: 'compaction' });
+    expect(provider.requests).toHaveLength(1);
+  });
+
   it('overflow: compacts once and retries once; a second overflow is a clear error, never a loop', async () => {
     const overflow: FakeStep = { error: { message: 'prompt is too long: 5000 tokens > 4000 maximum', code: 'context_overflow', status: 400 } };
     const { plugin, asked } = compactor((req) => (req.trigger === 'overflow' ? summarizeOld(req) : undefined));
