@@ -15,7 +15,6 @@ import type {
   Message,
   MessageDelta,
   Provider,
-  ProviderEvent,
   ProviderRequest,
   RequestContext,
   RunHandle,
@@ -29,17 +28,18 @@ import type {
   Usage,
 } from '../plugin-api.js';
 import { askCompaction, contextPayload, type CompactionAsk, type CompactionStep } from './compaction.js';
-import { CancelledError, ProviderError, UsageError, toErrorInfo } from './errors.js';
+import { CancelledError, UsageError, toErrorInfo } from './errors.js';
 import { EventLog } from './event-queue.js';
 import { repairHistory } from './history-repair.js';
 import type { SessionHooks } from './hooks.js';
 import { newMessageId, newRunId } from './ids.js';
-import { MessageAssembler, addUsage } from './message-assembler.js';
-import { consumeProviderStream, requestOptions, retryDelayMs, type ConsumeOutcome } from './provider-call.js';
+import { addUsage } from './message-assembler.js';
+import { requestOptions } from './provider-call.js';
+import { streamRound, type RoundEnv } from './round-stream.js';
 import type { ToolRegistry } from './registries.js';
 import type { Session, SessionManager } from './sessions.js';
 import { dispatchToolCalls } from './tool-dispatch.js';
-import { type EventInput, sleep } from './types.js';
+import type { EventInput } from './types.js';
 
 /** The user turn the kernel adds after a reply was stopped to compact mid-stream (stored, marked synthetic). */
 export const CONTINUE_AFTER_COMPACTION =
@@ -125,6 +125,22 @@ export class Run implements RunHandle {
    */
   private emitDelta(messageId: string, delta: MessageDelta): void {
     this.dispatch({ type: 'message_update', messageId, delta, conversationId: this.conversationId, runId: this.runId, seq: ++this.opts.session.lastSeq, ts: Date.now() });
+  }
+
+  /** What streaming a round needs of the run (core/round-stream.ts). */
+  private get roundEnv(): RoundEnv {
+    return {
+      provider: this.opts.provider,
+      model: this.opts.model,
+      session: this.opts.session,
+      hooks: this.deps.hooks,
+      tools: this.deps.tools,
+      settings: this.deps.settings,
+      logger: this.deps.logger,
+      signal: this.signal,
+      emit: (e) => this.emit(e),
+      emitDelta: (id, d) => this.emitDelta(id, d),
+    };
   }
 
   private dispatch(ev: LifecycleEvent): void {
@@ -265,14 +281,14 @@ export class Run implements RunHandle {
       this.emit({ type: 'turn_start', round });
       const messageId = newMessageId();
       this.emit({ type: 'message_start', messageId, round });
-      let streamed = await this.streamRound(request, ctx, messageId, this.midStreamUsed ? undefined : budget?.replyChars);
+      let streamed = await streamRound(this.roundEnv, request, ctx, messageId, this.midStreamUsed ? undefined : budget?.replyChars);
       if (isOverflow(streamed.failure)) {
         // The provider says the prompt does not fit: compact once and retry once, never more.
         const overflow = streamed.failure!;
         const again = await this.compact(ctx, { trigger: 'overflow', force: true, request, error: { code: 'context_overflow', message: String(overflow.details?.providerMessage ?? overflow.message), retryable: false } });
         if (again.kind === 'compacted') {
           request = await this.buildRequest(ctx);
-          streamed = await this.streamRound(request, ctx, messageId, undefined);
+          streamed = await streamRound(this.roundEnv, request, ctx, messageId, undefined);
         }
         if (isOverflow(streamed.failure)) {
           const why = again.kind === 'compacted' ? 'even after compacting it' : again.kind === 'failed' ? `and compacting it failed (${again.reason})` : 'and nothing could be compacted';
@@ -395,126 +411,6 @@ export class Run implements RunHandle {
       conversationId: this.conversationId,
     };
     return hooks.providerRequest.promise(request, ctx);
-  }
-
-  /**
-   * Stream one model round, with retries before any output and an idle watchdog. With
-   * `replyChars`, a reply that streams more than that without starting a tool call is stopped
-   * (`interrupted`) so the run can compact mid-stream.
-   */
-  private async streamRound(
-    request: ProviderRequest,
-    ctx: RequestContext,
-    messageId: string,
-    replyChars: number | undefined,
-  ): Promise<{ message: Message; failure?: RuntimeErrorInfo; interrupted?: boolean }> {
-    const rt = this.deps.settings.runtime;
-    const provider = this.opts.provider;
-    for (let attempt = 1; ; attempt++) {
-      const asm = new MessageAssembler(messageId, provider.id, this.opts.model);
-      const outcome = await this.consume(provider, request, ctx, asm, replyChars);
-      const message = asm.snapshot(!!outcome.error || !!outcome.stopped || this.signal.aborted);
-      if (this.signal.aborted) {
-        message.stopReason = 'aborted';
-        return { message };
-      }
-      if (outcome.stopped) {
-        message.meta = { ...message.meta, partial: true, interrupted: 'compaction' };
-        return { message, interrupted: true };
-      }
-      if (!outcome.error) return { message };
-      const err = outcome.error;
-      const delay = retryDelayMs(err, attempt, asm.hasOutput, rt);
-      if (delay !== undefined) {
-        this.emit({ type: 'notice', payload: { kind: 'retry', attempt, delayMs: Math.round(delay), message: err.message, ...(err.status ? { status: err.status } : {}) } });
-        await sleep(delay, this.signal);
-        if (this.signal.aborted) {
-          message.stopReason = 'aborted';
-          return { message };
-        }
-        continue;
-      }
-      message.stopReason = 'error';
-      message.errorMessage = err.message;
-      const failure = new ProviderError(`${provider.displayName}: ${err.message}`, {
-        plugin: undefined,
-        details: { provider: provider.id, code: err.code, ...(err.status ? { status: err.status } : {}), partial: asm.hasOutput, providerMessage: err.message },
-      }).toInfo();
-      return { message, failure };
-    }
-  }
-
-  private async consume(provider: Provider, request: ProviderRequest, ctx: RequestContext, asm: MessageAssembler, replyChars: number | undefined): Promise<ConsumeOutcome> {
-    const hooks = this.deps.hooks;
-    const idleMs = this.deps.settings.runtime?.streamIdleTimeoutMs ?? 120_000;
-    const persistEvery = this.deps.settings.runtime?.persistIntervalMs ?? 250;
-    let lastSave = Date.now();
-    let saving: Promise<unknown> = Promise.resolve();
-    const session = this.opts.session;
-    // A progress save is due at a block end or after persistIntervalMs, and runs on the next
-    // macrotask: a stream still arriving gets saved between its chunks, while a round that ends
-    // first (a fast reply, a tool call) is committed once, by saveRound, and never twice.
-    let due: NodeJS.Timeout | undefined;
-    const save = () => {
-      due = undefined;
-      lastSave = Date.now();
-      const snap = asm.snapshot(true);
-      saving = saving.then(() => hooks.saveProgress.promise(snap, session.info())).catch((err) => this.deps.logger.error('saving progress failed', err));
-    };
-    const persist = hooks.saveProgress.isUsed();
-    const notifyProvider = hooks.providerEvent.isUsed();
-    // Characters streamed so far, against the mid-stream budget; a tool call lifts the limit
-    // (a call cannot be cut in half, and its results go through the post-tool check).
-    let budget = replyChars;
-    const outcome = await consumeProviderStream(provider, request, {
-      signal: this.signal,
-      idleMs,
-      hasOutput: () => asm.hasOutput,
-      onEvent: (ev: ProviderEvent) => {
-        asm.apply(ev);
-        if (notifyProvider) hooks.providerEvent.call(ev, ctx);
-        this.forward(ev, asm);
-        if (budget !== undefined) {
-          if (ev.type === 'block_start' && ev.block.type === 'tool_call') budget = undefined;
-          else if (ev.type === 'text_delta' || ev.type === 'thinking_delta') budget -= ev.text.length;
-          if (budget !== undefined && budget < 0) return true;
-        }
-        if (persist && !due && ev.type !== 'error' && (ev.type === 'block_end' || Date.now() - lastSave >= persistEvery)) due = setTimeout(save, 0);
-        return false;
-      },
-    });
-    clearTimeout(due);
-    await saving;
-    return outcome;
-  }
-
-  /** Project provider events onto `message_update` deltas. */
-  private forward(ev: ProviderEvent, asm: MessageAssembler): void {
-    const messageId = asm.messageId;
-    switch (ev.type) {
-      case 'text_delta':
-        this.emitDelta(messageId, { kind: 'text', index: ev.index, text: ev.text });
-        break;
-      case 'thinking_delta':
-        this.emitDelta(messageId, { kind: 'thinking', index: ev.index, text: ev.text });
-        break;
-      case 'block_start':
-        if (ev.block.type === 'tool_call' && !this.hidden(ev.block.name))
-          this.emitDelta(messageId, { kind: 'tool_call_start', index: ev.index, id: ev.block.id, name: ev.block.name });
-        break;
-      case 'tool_input_delta': {
-        const name = asm.toolNameAt(ev.index);
-        if (!name || !this.hidden(name)) this.emitDelta(messageId, { kind: 'tool_input', index: ev.index, json: ev.json });
-        break;
-      }
-      case 'block_end':
-        if (ev.block.type !== 'tool_call' || !this.hidden(ev.block.name)) this.emitDelta(messageId, { kind: 'block', index: ev.index, block: ev.block });
-        break;
-    }
-  }
-
-  private hidden(toolName: string): boolean {
-    return !!this.deps.tools.get(toolName)?.tool.hideArgumentDeltas;
   }
 }
 
