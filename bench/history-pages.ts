@@ -65,18 +65,8 @@ export async function benchHistoryPages(messages = 10_000) {
       const c = await history.getConversation(id);
       if (c?.messages.length !== messages) throw new Error('bad full open');
     }, 9);
-    // Turn start: the first load reads the active segment; later ones in this process reuse it.
-    const info2 = { conversationId: id, lastSeq: 0 };
-    const other = new Database(path.join(home, 'liveagent.db'));
-    const touch = other.prepare('UPDATE conversations SET updated_at = updated_at + 1 WHERE id = ?');
-    const cold = await timeAsync(async () => {
-      touch.run(id); // another connection's commit: the store must read the segment again
-      await hooks.loadHistory.promise(info2);
-    }, 9);
-    other.close();
-    const warm = await timeAsync(() => hooks.loadHistory.promise(info2), 51);
     db.close();
-    return { messages, pageMs, pageFloor, pageRatio: pageMs / pageFloor, fullMs, fullFloor, fullRatio: fullMs / fullFloor, turnStartColdMs: cold, turnStartWarmMs: warm };
+    return { messages, pageMs, pageFloor, pageRatio: pageMs / pageFloor, fullMs, fullFloor, fullRatio: fullMs / fullFloor };
   } finally {
     await kernel.shutdown();
     fs.rmSync(home, { recursive: true, force: true });

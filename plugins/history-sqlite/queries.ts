@@ -135,7 +135,6 @@ export function createHistoryService({ knex: getKnex, store, runtime, track }: S
         check(Id, id, 'deleteConversation', 'id');
         // Stop a run first, or its final round would write into (and recreate) the conversation.
         await runtime.forgetConversation(id);
-        store.forgetWindow(id);
         // Segments, messages and usage go with it (ON DELETE CASCADE).
         return (await knex('conversations').where({ id }).del()) > 0;
       }),

@@ -7,7 +7,6 @@ import { randomBytes } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
 import { UsageError } from '../../core/errors.js';
 import type { Checkpoint, CheckpointRecord, HistorySnapshot, Message, RoundRecord, SessionInfo, Usage } from '../../plugin-api.js';
-import { WindowCache } from './window-cache.js';
 import { messageParams, rowToMessage, statusOf, type ConversationRow, type MessageParams, type MessageRow, type SegmentRow } from './rows.js';
 
 type Statement<P extends unknown[] | {} = unknown[], R = unknown> = BetterSqlite3.Statement<P, R>;
@@ -41,8 +40,6 @@ export class HistoryStore {
   private readonly reserveSeq: Statement<{ id: string; upTo: number }>;
   private readonly releaseSeq: Statement<{ id: string; lastSeq: number; now: number }>;
   private readonly load: (info: SessionInfo) => HistorySnapshot | undefined;
-  /** Active windows this process loaded, so a turn start does not reread them (see window-cache.ts). */
-  private readonly windows: WindowCache;
   private readonly insertConversation: Statement<{ id: string; segmentId: string; lastSeq: number; now: number }>;
   private readonly insertSegment: Statement<{ id: string; conversationId: string; parentId: string | null; summary: string | null; checkpoint: string | null; now: number }>;
   private readonly upsertMessage: Statement<MessageParams>;
@@ -71,7 +68,6 @@ export class HistoryStore {
   readonly saveCheckpoint: (record: CheckpointRecord) => void;
 
   constructor(private readonly db: BetterSqlite3.Database) {
-    this.windows = new WindowCache(() => db.pragma('data_version', { simple: true }) as number);
     this.conversation = db.prepare('SELECT last_seq, seq_reserved, active_segment_id, provider, model FROM conversations WHERE id = ?');
     this.reserveSeq = db.prepare('UPDATE conversations SET seq_reserved = @upTo WHERE id = @id');
     this.releaseSeq = db.prepare(
@@ -127,39 +123,31 @@ export class HistoryStore {
     this.conversationRow = db.prepare('SELECT * FROM conversations WHERE id = ?');
     this.segmentRows = db.prepare('SELECT id, parent_segment_id, summary, checkpoint, created_at FROM segments WHERE conversation_id = ? ORDER BY rowid');
 
-    // Each write is mirrored into the window cache once its transaction committed.
-    const saveMessage = (status: 'partial' | 'complete') => {
-      const write = db.transaction((m: Message, info: SessionInfo) => {
+    this.saveUserMessage = this.guard(
+      db.transaction((m: Message, info: SessionInfo) => {
         const now = Date.now();
         this.ensure(info.conversationId, info.lastSeq, now);
-        this.upsertMessage.run(messageParams(info.conversationId, m, status, now));
+        this.upsertMessage.run(messageParams(info.conversationId, m, 'complete', now));
         this.touch.run({ id: info.conversationId, lastSeq: info.lastSeq, now });
-      });
-      return this.guard((m: Message, info: SessionInfo) => {
-        write(m, info);
-        this.windows.upsert(info.conversationId, m);
-      });
-    };
-    this.saveUserMessage = saveMessage('complete');
-    this.saveProgress = saveMessage('partial');
+      }),
+    );
+    this.saveProgress = this.guard(
+      db.transaction((m: Message, info: SessionInfo) => {
+        const now = Date.now();
+        this.ensure(info.conversationId, info.lastSeq, now);
+        this.upsertMessage.run(messageParams(info.conversationId, m, 'partial', now));
+        this.touch.run({ id: info.conversationId, lastSeq: info.lastSeq, now });
+      }),
+    );
     this.saveRunFacts = this.guard(
       db.transaction((facts: RunFacts) => {
         this.ensure(facts.conversationId, 0, Date.now());
         this.runFacts.run(facts);
       }),
     );
-    const writeRound = db.transaction((r: RoundRecord) => this.writeRound(r));
-    this.saveRound = this.guard((r: RoundRecord) => {
-      writeRound(r);
-      this.windows.upsert(r.conversationId, r.assistant);
-      if (r.toolResults) this.windows.upsert(r.conversationId, r.toolResults);
-    });
+    this.saveRound = this.guard(db.transaction((r: RoundRecord) => this.writeRound(r)));
     this.load = db.transaction((info: SessionInfo) => this.loadAndReserve(info));
-    const truncate = db.transaction((conversationId: string, fromMessageId: string) => this.truncateAt(conversationId, fromMessageId));
-    this.truncate = this.guard((conversationId: string, fromMessageId: string) => {
-      this.windows.forget(conversationId);
-      truncate(conversationId, fromMessageId);
-    });
+    this.truncate = this.guard(db.transaction((conversationId: string, fromMessageId: string) => this.truncateAt(conversationId, fromMessageId)));
     this.startSegment = this.guard(
       db.transaction((conversationId: string, summary: string, carryFromMessageId?: string, checkpoint?: Checkpoint) => this.newSegment(conversationId, summary, carryFromMessageId, checkpoint)),
     );
@@ -195,11 +183,7 @@ export class HistoryStore {
     // A run streams: reserve a large block. A load without a run (a manual compaction) emits a
     // few events and never reaches turn end to give the rest back: a small block keeps the gap small.
     this.reserveSeq.run({ id: info.conversationId, upTo: from + (info.run ? SEQ_RESERVE : SEQ_RESERVE_NO_RUN) });
-    let messages = this.windows.get(info.conversationId, conv.active_segment_id);
-    if (!messages) {
-      messages = this.segmentMessages.all(conv.active_segment_id).map(rowToMessage);
-      this.windows.set(info.conversationId, conv.active_segment_id, messages);
-    }
+    const messages = this.segmentMessages.all(conv.active_segment_id).map(rowToMessage);
     const segment = this.segmentSummary.get(conv.active_segment_id);
     const snapshot: HistorySnapshot = { conversationId: info.conversationId, messages, lastSeq: from };
     if (segment?.summary) snapshot.summary = segment.summary;
@@ -234,11 +218,6 @@ export class HistoryStore {
     const hasMore = rows.length > limit;
     if (hasMore) rows.length = limit;
     return { rows: rows.reverse(), hasMore, count };
-  }
-
-  /** The conversation was deleted (or changed) by a path outside the store's writes. */
-  forgetWindow(conversationId: string): void {
-    this.windows.forget(conversationId);
   }
 
   close(): void {
@@ -298,7 +277,6 @@ export class HistoryStore {
 
   /** `carryFromMessageId` null: carry nothing (the new segment starts empty). */
   private newSegment(conversationId: string, summary: string, carryFromMessageId?: string | null, checkpoint?: Checkpoint): string | undefined {
-    this.windows.forget(conversationId);
     const conv = this.conversation.get(conversationId);
     if (!conv) return undefined;
     let carryFrom: number | undefined;

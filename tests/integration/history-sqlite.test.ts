@@ -393,29 +393,3 @@ describe('history-sqlite paging', () => {
     await expect(history.getConversation(id!, { limit: 0 })).rejects.toThrow(/history\.getConversation: page\.limit/);
   });
 });
-
-describe('history-sqlite window cache', () => {
-  it('a turn start reuses the loaded window, yet sees what another process (connection) wrote meanwhile', async () => {
-    const home = tmpHome();
-    const providerA = fakeProvider((req) => ({ text: `A saw ${req.messages.length}` }));
-    const a = await boot(home, providerA);
-    const first = a.kernel.runtime.startRun({ input: text('from A'), mode: 'text' });
-    await first.result;
-    const id = first.conversationId;
-    await a.kernel.runtime.startRun({ conversationId: id, input: text('A again'), mode: 'text' }).result;
-    expect(providerA.requests.at(-1)!.messages.map(textOf)).toEqual(['from A', 'A saw 1', 'A again']);
-
-    // A second kernel on the same file has its own connection, like another process.
-    const providerB = fakeProvider([{ text: 'B replies' }]);
-    const b = await boot(home, providerB);
-    await b.kernel.runtime.startRun({ conversationId: id, input: text('from B'), mode: 'text' }).result;
-
-    await a.kernel.runtime.startRun({ conversationId: id, input: text('A last'), mode: 'text' }).result;
-    expect(providerA.requests.at(-1)!.messages.map(textOf)).toEqual(['from A', 'A saw 1', 'A again', 'A saw 3', 'from B', 'B replies', 'A last']);
-    // An edit and resend in A is mirrored too.
-    const stored = (await a.history.getConversation(id))!;
-    await a.kernel.runtime.startRun({ conversationId: id, input: text('edited'), truncateFromMessageId: stored.messages[4]!.id, mode: 'text' }).result;
-    await a.kernel.runtime.startRun({ conversationId: id, input: text('after edit'), mode: 'text' }).result;
-    expect(providerA.requests.at(-1)!.messages.map(textOf)).toEqual(['from A', 'A saw 1', 'A again', 'A saw 3', 'edited', 'A saw 5', 'after edit']);
-  });
-});
