@@ -96,6 +96,24 @@ async function main() {
     console.log(`  open and idle: ${fmt(r.openPerConversationBytes / 1024)} KB each (target <= 16 KB) ${openOk ? 'OK' : 'OVER TARGET'}`);
     console.log(`  after forgetting them: ${fmt(r.forgottenPerConversationBytes / 1024)} KB each (target within +-1 KB) ${goneOk ? 'OK' : 'OVER TARGET'}`);
   }
+  if (want('gateway-stream')) {
+    const server = await startBenchServer();
+    try {
+      await server.setN(N);
+      const { benchGatewayStream } = await import('./stream-pipeline.js');
+      const r = await benchGatewayStream('anthropic', N, server.url);
+      console.log(`\nStream CPU with the gateway plugin loaded (anthropic, ${N} deltas, SQLite history), vs raw SDK iteration ${fmt(r.rawMs, 0)} ms (median of LIVEAGENT_BENCH_REPEATS)`);
+      console.log(`  without the gateway plugin: ${fmt(r.baseMs, 0)} ms, ratio ${fmt(r.baseMs / r.rawMs)} (for reference)`);
+      for (const [label, ms] of [['0 clients', r.noClientMs], ['1 client ', r.oneClientMs]] as const) {
+        const ratio = ms / r.rawMs;
+        const ok = ratio <= 1.3;
+        if (!ok) failed = true;
+        console.log(`  gateway, ${label}: ${fmt(ms, 0)} ms, ratio ${fmt(ratio)} (target <= 1.3) ${ok ? 'OK' : 'OVER TARGET'}`);
+      }
+    } finally {
+      server.close();
+    }
+  }
   if (want('history')) {
     const { benchHistoryPages } = await import('./history-pages.js');
     const r = await benchHistoryPages();

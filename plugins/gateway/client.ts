@@ -8,17 +8,9 @@
  */
 import type { WebSocket } from 'ws';
 import type { ServerMessage } from './protocol.js';
+import { Batch } from './wire.js';
 
-/** Events of one conversation gathered during one tick, shared by every subscriber. */
-export class Batch {
-  readonly parts: string[] = [];
-  private buffer: Buffer | undefined;
-
-  /** The frame `[e1,e2,...]`, built once however many clients send it. */
-  frame(): Buffer {
-    return (this.buffer ??= Buffer.from(`[${this.parts.join(',')}]`));
-  }
-}
+export { Batch };
 
 type Chunk = Buffer | Batch;
 
@@ -32,6 +24,10 @@ export interface ClientHost {
   /** The client went over its cap (or failed): close it and forget it. */
   drop(client: GatewayClient, reason: string): void;
   maxBufferBytes(): number;
+  /** This client's outstanding bytes changed by `delta` (the host keeps the total of every client). */
+  heldChanged(delta: number): void;
+  /** About to write: make room under the total cap. False when the writer itself had to go. */
+  roomFor(writer: GatewayClient): boolean;
 }
 
 let nextId = 1;
@@ -103,15 +99,22 @@ export class GatewayClient {
       this.host.drop(this, `send buffer over ${this.host.maxBufferBytes()} bytes (client not reading)`);
       return;
     }
+    // The same rule for every client together: the total is checked before this frame adds to it.
+    if (!this.host.roomFor(this)) return;
     this.inflight += size;
+    this.host.heldChanged(size);
     if (this.inflight > this.maxHeldBytes) this.maxHeldBytes = this.inflight;
     this.ws.send(frame, { binary: false, compress: false }, () => {
       this.inflight -= size;
+      if (!this.closed) this.host.heldChanged(-size);
     });
   }
 
   close(): void {
+    if (this.closed) return;
     this.closed = true;
     this.queue = [];
+    // What is still in flight no longer counts against the total: the socket is going away.
+    this.host.heldChanged(-this.inflight);
   }
 }

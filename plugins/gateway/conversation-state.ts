@@ -1,72 +1,16 @@
 /**
  * What the gateway remembers about one conversation: the last sequence number, a bounded window
- * of serialized events for replay, its subscribers, and the active run (its user message, the
+ * of events for replay, its subscribers, and the active run (its user message, the
  * rounds it committed, the partial reply being streamed and the events a reconnecting client
  * needs to rebuild the live state).
  */
 import type { ContentBlock, JsonObject, LifecycleEvent, Message, MessageDelta } from '../../plugin-api.js';
-import type { Batch, GatewayClient } from './client.js';
+import type { GatewayClient } from './client.js';
 import type { ContextView } from './protocol.js';
+import { ReplayWindow, type ReplayBudget, type WindowLimits } from './replay-window.js';
+import { DeltaTemplate, type Batch } from './wire.js';
 
-/** Serialized events in seq order, bounded by count and bytes. */
-export class ReplayWindow {
-  private seqs: number[] = [];
-  private items: string[] = [];
-  private start = 0;
-  private bytes = 0;
-
-  constructor(private limits: () => { count: number; bytes: number }) {}
-
-  push(seq: number, serialized: string): void {
-    this.seqs.push(seq);
-    this.items.push(serialized);
-    this.bytes += serialized.length;
-    const { count, bytes } = this.limits();
-    while (this.size > 0 && (this.size > count || this.bytes > bytes)) {
-      this.bytes -= this.items[this.start]!.length;
-      this.items[this.start] = '';
-      this.start++;
-    }
-    // Compact now and then instead of shifting on every push.
-    if (this.start > 1024 && this.start * 2 > this.seqs.length) {
-      this.seqs = this.seqs.slice(this.start);
-      this.items = this.items.slice(this.start);
-      this.start = 0;
-    }
-  }
-
-  get size(): number {
-    return this.seqs.length - this.start;
-  }
-
-  get firstSeq(): number | undefined {
-    return this.size > 0 ? this.seqs[this.start] : undefined;
-  }
-
-  /** Events after `lastSeq`, or undefined when the window no longer reaches back that far. */
-  since(lastSeq: number, currentSeq: number): string[] | undefined {
-    if (lastSeq > currentSeq) return undefined;
-    if (lastSeq === currentSeq) return [];
-    const first = this.firstSeq;
-    if (first === undefined || lastSeq < first - 1) return undefined;
-    // Rising, but not always contiguous (a store may skip numbers): find the first one after lastSeq.
-    let lo = this.start;
-    let hi = this.seqs.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.seqs[mid]! <= lastSeq) lo = mid + 1;
-      else hi = mid;
-    }
-    return this.items.slice(lo);
-  }
-
-  clear(): void {
-    this.seqs = [];
-    this.items = [];
-    this.start = 0;
-    this.bytes = 0;
-  }
-}
+export type { ReplayBudget, WindowLimits };
 
 interface BlockState {
   type: 'text' | 'thinking' | 'tool_call';
@@ -78,27 +22,28 @@ interface BlockState {
 
 /** The assistant message being streamed, rebuilt from its deltas (joined only when asked). */
 class PartialReply {
-  private blocks = new Map<number, BlockState>();
+  /** By block index (an array: indices are small and dense, and this is read on every delta). */
+  private blocks: Array<BlockState | undefined> = [];
   private finished: Message | undefined;
 
   constructor(readonly messageId: string, private readonly createdAt: number, private readonly provider: string, private readonly model: string) {}
 
   apply(delta: MessageDelta): void {
-    const b = this.blocks.get(delta.index);
+    const b = this.blocks[delta.index];
     switch (delta.kind) {
       case 'text':
       case 'thinking':
         if (b) b.parts.push(delta.text);
-        else this.blocks.set(delta.index, { type: delta.kind, parts: [delta.text] });
+        else this.blocks[delta.index] = { type: delta.kind, parts: [delta.text] };
         break;
       case 'tool_call_start':
-        this.blocks.set(delta.index, { type: 'tool_call', parts: [], id: delta.id, name: delta.name });
+        this.blocks[delta.index] = { type: 'tool_call', parts: [], id: delta.id, name: delta.name };
         break;
       case 'tool_input':
         if (b) b.parts.push(delta.json);
         break;
       case 'block':
-        this.blocks.set(delta.index, { type: b?.type ?? 'text', parts: b?.parts ?? [], final: delta.block });
+        this.blocks[delta.index] = { type: b?.type ?? 'text', parts: b?.parts ?? [], final: delta.block };
         break;
     }
   }
@@ -110,7 +55,8 @@ class PartialReply {
   message(): Message {
     if (this.finished) return this.finished;
     const content: ContentBlock[] = [];
-    for (const [, b] of [...this.blocks].sort((x, y) => x[0] - y[0])) {
+    for (const b of this.blocks) {
+      if (!b) continue;
       if (b.final) content.push(b.final);
       else if (b.type === 'text') content.push({ type: 'text', text: b.parts.join('') });
       else if (b.type === 'thinking') content.push({ type: 'thinking', thinking: b.parts.join('') });
@@ -188,6 +134,8 @@ function thinUpdates(events: LifecycleEvent[]): LifecycleEvent[] {
   return out.length > MAX_PENDING ? out.slice(out.length - MAX_PENDING) : out;
 }
 
+let touchCounter = 0;
+
 export class ConversationState {
   lastSeq = 0;
   /** True once an event was seen here: only then is `lastSeq` authoritative. */
@@ -199,7 +147,13 @@ export class ConversationState {
   run: ActiveRun | undefined;
   /** The batch of events collected for subscribers during the current tick. */
   openBatch: Batch | undefined;
+  /** Bytes of the last batch: the next one starts that large. */
+  batchHint = 4096;
+  /** The constant bytes of the current message's deltas. */
+  readonly template = new DeltaTemplate();
   lastActive = Date.now();
+  /** Rises with every event of any conversation: orders windows for the global replay budget. */
+  touched = 0;
   /**
    * The `start` of a compaction still in progress. A manual one (runtime.compact) has its own
    * runId and no agent_start/agent_end, so it is tracked apart from `run` and never makes the
@@ -209,13 +163,19 @@ export class ConversationState {
   /** The latest context estimate: a `context` event, or a compaction's tokensAfter. */
   context: ContextView | undefined;
 
-  constructor(readonly id: string, windowLimits: () => { count: number; bytes: number }) {
-    this.window = new ReplayWindow(windowLimits);
+  constructor(readonly id: string, windowLimits: () => WindowLimits, budget: ReplayBudget) {
+    this.window = new ReplayWindow(windowLimits, budget);
   }
 
+  /** Fold one event in. A text delta costs a Map lookup and an array push (the partial reply's). */
   observe(e: LifecycleEvent): void {
+    this.touched = ++touchCounter;
     this.lastSeq = e.seq;
     this.seqKnown = true;
+    if (e.type === 'message_update') {
+      if (this.run?.runId === e.runId) this.run.observe(e);
+      return;
+    }
     if (e.type === 'compaction') this.observeCompaction(e.payload, e);
     else if (e.type === 'context' && typeof e.payload.usedTokens === 'number') {
       const p = e.payload;

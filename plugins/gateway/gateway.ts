@@ -34,7 +34,15 @@ export interface GatewayService {
   /** For hosts that route upgrades themselves (after attach's options were given). */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
   /** Connected clients and their outstanding bytes (observability). */
-  stats(): { clients: Array<{ id: string; heldBytes: number; maxHeldBytes: number; subscriptions: number }>; dropped: number; peakHeldBytes: number };
+  stats(): {
+    clients: Array<{ id: string; heldBytes: number; maxHeldBytes: number; subscriptions: number }>;
+    dropped: number;
+    peakHeldBytes: number;
+    /** Bytes outstanding for every client together. */
+    totalHeldBytes: number;
+    /** Bytes every replay window holds together. */
+    replayBytes: number;
+  };
   /** Flush, close every socket (1001) and stop the heartbeat. */
   close(): Promise<void>;
 }
@@ -82,6 +90,8 @@ export class Gateway implements GatewayService {
   }
 
   private onEvent(e: LifecycleEvent): void {
+    // The hot path (one per streamed delta): only the fan-out cares.
+    if (e.type === 'message_update') return this.fanout.publish(e);
     this.history.observe(e);
     this.chat.observe(e);
     this.fanout.publish(e);
@@ -179,7 +189,13 @@ export class Gateway implements GatewayService {
 
   stats() {
     const clients = [...this.fanout.clients].map((c) => ({ id: c.id, heldBytes: c.heldBytes, maxHeldBytes: c.maxHeldBytes, subscriptions: c.subscriptions.size }));
-    return { clients, dropped: this.dropped, peakHeldBytes: Math.max(this.peakHeld, ...clients.map((c) => c.maxHeldBytes)) };
+    return {
+      clients,
+      dropped: this.dropped,
+      peakHeldBytes: Math.max(this.peakHeld, ...clients.map((c) => c.maxHeldBytes)),
+      totalHeldBytes: this.fanout.heldBytes(),
+      replayBytes: this.fanout.replayBytes(),
+    };
   }
 
   async close(): Promise<void> {
@@ -246,7 +262,7 @@ export class Gateway implements GatewayService {
       case 'chat_queue':
         return this.chat.handle(client, m.item);
       case 'subscribe':
-        return this.subscribe(client, m.conversationId, m.lastSeq);
+        return this.subscribe(client, m.conversationId, m.lastSeq, m.limit ?? this.config.snapshotMessages);
       case 'unsubscribe':
         this.fanout.unsubscribe(client, m.conversationId);
         return undefined;
@@ -256,8 +272,10 @@ export class Gateway implements GatewayService {
         return { items };
       }
       case 'conversations.load': {
-        const snap = await this.takeSnapshot(m.conversationId, (s) => client.send(s));
-        return { conversationId: m.conversationId, lastSeq: snap.lastSeq, running: snap.running };
+        const limit = m.limit ?? this.config.snapshotMessages;
+        if (m.before !== undefined) return this.loadPage(client, m.conversationId, m.before, limit);
+        const snap = await this.takeSnapshot(m.conversationId, limit, (s) => client.send(s));
+        return { conversationId: m.conversationId, lastSeq: snap.lastSeq, running: snap.running, hasMore: snap.hasMore };
       }
       case 'conversations.rename': {
         if (!(await this.history.rename(m.conversationId, m.title))) throw new ReplyError('not_found', `unknown conversation "${m.conversationId}"`);
@@ -292,8 +310,8 @@ export class Gateway implements GatewayService {
   }
 
   /** Replay from the window when it still covers `lastSeq`; otherwise a snapshot from history. */
-  private async subscribe(client: GatewayClient, conversationId: string, lastSeq: number | undefined): Promise<unknown> {
-    const result = await this.subscribeStream(client, conversationId, lastSeq);
+  private async subscribe(client: GatewayClient, conversationId: string, lastSeq: number | undefined, limit: number): Promise<unknown> {
+    const result = await this.subscribeStream(client, conversationId, lastSeq, limit);
     // A (re)subscribing client learns the messages waiting behind the active run at once,
     // not only at the queue's next change.
     const items = this.chat.queueView(conversationId);
@@ -301,7 +319,7 @@ export class Gateway implements GatewayService {
     return result;
   }
 
-  private async subscribeStream(client: GatewayClient, conversationId: string, lastSeq: number | undefined): Promise<unknown> {
+  private async subscribeStream(client: GatewayClient, conversationId: string, lastSeq: number | undefined, limit: number): Promise<unknown> {
     if (client.subscriptions.has(conversationId)) return { conversationId, mode: 'live', lastSeq: this.fanout.peek(conversationId)?.lastSeq ?? 0 };
     if (lastSeq !== undefined) {
       const missed = this.fanout.missedSince(conversationId, lastSeq);
@@ -311,7 +329,7 @@ export class Gateway implements GatewayService {
         return { conversationId, mode: 'replay', replayed: missed.length, lastSeq: this.fanout.peek(conversationId)!.lastSeq };
       }
     }
-    const snap = await this.takeSnapshot(conversationId, (s) => {
+    const snap = await this.takeSnapshot(conversationId, limit, (s) => {
       if (client.closed) return;
       client.send(s);
       this.fanout.subscribe(client, conversationId);
@@ -324,16 +342,28 @@ export class Gateway implements GatewayService {
    * event falls between the snapshot and the subscription. A read that raced a committed round
    * is retaken.
    */
-  private async takeSnapshot(conversationId: string, deliver: (s: Extract<ServerMessage, { type: 'snapshot' }>) => void) {
+  private async takeSnapshot(conversationId: string, limit: number, deliver: (s: Extract<ServerMessage, { type: 'snapshot' }>) => void) {
     for (let attempt = 0; ; attempt++) {
       const version = this.fanout.version(conversationId);
-      const stored = await this.history.get(conversationId);
+      const stored = await this.history.get(conversationId, limit);
       if (this.fanout.version(conversationId) !== version && attempt < 3) continue;
       const snap = this.fanout.snapshot(conversationId, stored, !!this.ctx.runtime.activeRun(conversationId));
       if (!snap) throw new ReplyError('not_found', `unknown conversation "${conversationId}"`);
       deliver(snap);
       return snap;
     }
+  }
+
+  /**
+   * Older messages for a client scrolling back: a `page` to the requester only. Live state,
+   * subscriptions and the replay window are untouched; a page read across a change is still
+   * consistent by ordinal (the client drops it when it no longer matches what it shows).
+   */
+  private async loadPage(client: GatewayClient, conversationId: string, before: number, limit: number): Promise<unknown> {
+    const page = await this.history.page(conversationId, before, limit);
+    if (!page) throw new ReplyError('not_found', `unknown conversation "${conversationId}"`);
+    if (!client.closed) client.send({ type: 'page', conversationId, before, ...page });
+    return { conversationId, count: page.messages.length, hasMore: page.hasMore, ...(page.firstOrdinal ? { firstOrdinal: page.firstOrdinal } : {}) };
   }
 
   private async listConversations(search?: string) {

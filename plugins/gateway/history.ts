@@ -9,11 +9,27 @@ import { checkpointOfEndPayload, type CheckpointView, type ConversationSummary }
 
 export interface StoredConversation {
   summary: ConversationSummary;
+  /** The newest page of messages, oldest first. */
   messages: Message[];
-  /** Context checkpoints, oldest first. */
+  /** Context checkpoints, oldest first (every one; those placed before `messages` marked inOlderPage). */
   checkpoints: CheckpointView[];
   /** The last persisted sequence number, when the store knows it. */
   lastSeq?: number;
+  /** Older messages exist than `messages` holds. */
+  hasMore: boolean;
+  /** Ordinal of messages[0]. */
+  firstOrdinal?: number;
+  /** Stored messages older than messages[0]. */
+  olderCount: number;
+}
+
+/** Older messages of a conversation, as `conversations.load { before }` answers. */
+export interface StoredPage {
+  messages: Message[];
+  firstOrdinal?: number;
+  hasMore: boolean;
+  /** Only the checkpoints placed before a message of this page. */
+  checkpoints: CheckpointView[];
 }
 
 /** The subset of the history service the gateway uses (checked structurally, so a partial one still works). */
@@ -103,12 +119,35 @@ export class GatewayHistory {
       .map((e) => ({ ...e.summary }));
   }
 
-  async get(id: string): Promise<StoredConversation | undefined> {
+  /** The newest `limit` messages, with every checkpoint. */
+  async get(id: string, limit: number): Promise<StoredConversation | undefined> {
+    const r = await this.read(id, limit, undefined);
+    if (!r) return undefined;
+    const checkpoints = r.placed.map(({ view, place }) => {
+      if (place === 'older') return { ...withoutPlace(view), inOlderPage: true as const };
+      return place === 'page' ? view : withoutPlace(view);
+    });
+    return { summary: r.summary, messages: r.messages, checkpoints, ...(r.lastSeq !== undefined ? { lastSeq: r.lastSeq } : {}), hasMore: r.hasMore, ...(r.firstOrdinal ? { firstOrdinal: r.firstOrdinal } : {}), olderCount: r.olderCount ?? 0 };
+  }
+
+  /** The `limit` messages before ordinal `before`, with the checkpoints placed among them. */
+  async page(id: string, before: number, limit: number): Promise<StoredPage | undefined> {
+    const r = await this.read(id, limit, before);
+    if (!r) return undefined;
+    const checkpoints = r.placed.filter((p) => p.place === 'page').map((p) => p.view);
+    return { messages: r.messages, ...(r.firstOrdinal ? { firstOrdinal: r.firstOrdinal } : {}), hasMore: r.hasMore, checkpoints };
+  }
+
+  private async read(id: string, limit: number, before: number | undefined) {
     const svc = this.service();
     if (svc) {
-      const c = await svc.getConversation(id);
+      // One message more than asked, looked behind: whether the page's oldest message opens its
+      // segment (and so where a checkpoint card goes) is known only from the one before it.
+      const c = await svc.getConversation(id, { limit: limit + 1, ...(before !== undefined ? { before } : {}) });
       if (!c) return undefined;
-      const messages = c.messages.map((m) => {
+      const behind = c.messages.length > limit ? c.messages[0] : undefined;
+      const rows = behind ? c.messages.slice(1) : c.messages;
+      const messages = rows.map((m) => {
         // The store's bookkeeping fields stay server-side; a partial message is marked as the kernel marks it.
         const { status, segmentId: _s, ordinal: _o, updatedAt: _u, ...msg } = m;
         return status === 'partial' ? { ...msg, meta: { ...(msg.meta ?? {}), partial: true } } : msg;
@@ -116,12 +155,34 @@ export class GatewayHistory {
       return {
         summary: { id: c.id, title: c.title, createdAt: c.createdAt, updatedAt: c.updatedAt, provider: c.provider, model: c.model, messageCount: c.messageCount },
         messages,
-        checkpoints: checkpointViews(c.segments ?? [], c.messages),
-        lastSeq: c.lastSeq,
+        placed: placeCheckpoints(c.segments ?? [], rows, behind),
+        lastSeq: c.lastSeq as number | undefined,
+        hasMore: !!behind,
+        firstOrdinal: rows[0]?.ordinal,
+        // Known for the newest page only (the store counts every message, not those after `before`).
+        olderCount: before === undefined ? Math.max(0, c.messageCount - rows.length) : undefined,
       };
     }
     const e = this.memory.get(id);
-    return e ? { summary: { ...e.summary }, messages: e.messages.slice(), checkpoints: e.checkpoints.map((c) => ({ ...c })) } : undefined;
+    if (!e) return undefined;
+    // In memory a message's ordinal is its position: history is only ever cut at its end.
+    const end = before === undefined ? e.messages.length : Math.max(0, Math.min(before - 1, e.messages.length));
+    const start = Math.max(0, end - limit);
+    const index = new Map(e.messages.map((m, i) => [m.id, i]));
+    const placed = e.checkpoints.map((c): Placed => {
+      const at = c.beforeMessageId === undefined ? undefined : index.get(c.beforeMessageId);
+      const place = at === undefined || at >= end ? 'after' : at < start ? 'older' : 'page';
+      return { view: { ...c }, place };
+    });
+    return {
+      summary: { ...e.summary },
+      messages: e.messages.slice(start, end),
+      placed,
+      lastSeq: undefined,
+      hasMore: start > 0,
+      firstOrdinal: end > start ? start + 1 : undefined,
+      olderCount: start,
+    };
   }
 
   async exists(id: string): Promise<boolean> {
@@ -147,21 +208,50 @@ export class GatewayHistory {
   }
 }
 
+/** Where a checkpoint's card goes relative to a page: before one of its messages, in older pages, or after it (for the newest page: at the end). */
+interface Placed {
+  view: CheckpointView;
+  place: 'page' | 'older' | 'after';
+}
+
 /**
  * A checkpoint card belongs right before the first message of its segment; a segment with no
- * messages yet puts it before the first message of a later one, else at the end.
+ * messages yet puts it before the first message of a later one, else at the end. Segments hold
+ * contiguous runs of ordinals in segment order, so a page (with the message just before it,
+ * `behind`) tells every segment that starts inside it; the segment of `behind` started before it.
  */
-export function checkpointViews(segments: SegmentInfo[], messages: Pick<HistoryMessage, 'id' | 'segmentId'>[]): CheckpointView[] {
-  const firstOf = new Map<string, string>();
-  for (const m of messages) if (!firstOf.has(m.segmentId)) firstOf.set(m.segmentId, m.id);
-  const out: CheckpointView[] = [];
+export function placeCheckpoints(segments: SegmentInfo[], page: Pick<HistoryMessage, 'id' | 'segmentId'>[], behind?: Pick<HistoryMessage, 'segmentId'>): Placed[] {
+  const starts = new Map<string, string>();
+  let prev = behind?.segmentId;
+  for (const m of page) {
+    if (m.segmentId !== prev && !starts.has(m.segmentId)) starts.set(m.segmentId, m.id);
+    prev = m.segmentId;
+  }
+  const out: Placed[] = [];
   segments.forEach((seg, i) => {
     if (!seg.checkpoint) return;
     let before: string | undefined;
-    for (let j = i; j < segments.length && !before; j++) before = firstOf.get(segments[j]!.id);
-    out.push(viewOf(seg.id, seg.checkpoint, before));
+    let place: Placed['place'] = 'after';
+    for (let j = i; j < segments.length; j++) {
+      const sid = segments[j]!.id;
+      before = starts.get(sid);
+      if (before) {
+        place = 'page';
+        break;
+      }
+      if (sid === behind?.segmentId) {
+        place = 'older';
+        break;
+      }
+    }
+    out.push({ view: viewOf(seg.id, seg.checkpoint, place === 'page' ? before : undefined), place });
   });
   return out;
+}
+
+function withoutPlace(view: CheckpointView): CheckpointView {
+  const { beforeMessageId: _b, ...rest } = view;
+  return rest;
 }
 
 function viewOf(segmentId: string, c: Checkpoint, beforeMessageId: string | undefined): CheckpointView {

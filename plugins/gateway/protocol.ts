@@ -14,6 +14,12 @@ const id = z.string().min(1).max(200);
 const conversationId = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be 1-128 letters, digits, _ or -');
 const mode = z.enum(['text', 'tools', 'agent-dev']);
 
+/** The most messages one snapshot or page carries (the history service reads at most 1000 at a time; one more is looked behind). */
+export const MAX_PAGE_MESSAGES = 500;
+const pageLimit = z.number().int().min(1).max(MAX_PAGE_MESSAGES);
+/** A message position: history ordinals start at 1. */
+const ordinal = z.number().int().min(1);
+
 /** An attachment sent with a message: an image (base64) or a text file's content. */
 export const AttachmentSchema = z.object({
   name: z.string().min(1).max(500),
@@ -58,11 +64,19 @@ export type ChatQueueItem = z.infer<typeof ChatQueueSchema>;
 /** Every client → server message. `id` is echoed in the `reply`. */
 export const ClientMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('chat_queue'), id: id.optional(), item: ChatQueueSchema }),
-  /** Follow a conversation. With lastSeq the server replays what was missed (or sends a snapshot when that is out of its window). */
-  z.object({ type: z.literal('subscribe'), id: id.optional(), conversationId, lastSeq: z.number().int().min(0).optional() }),
+  /**
+   * Follow a conversation. With lastSeq the server replays what was missed (or sends a snapshot
+   * when that is out of its window). A snapshot holds the newest `limit` messages (default: the
+   * `gateway.snapshotMessages` setting).
+   */
+  z.object({ type: z.literal('subscribe'), id: id.optional(), conversationId, lastSeq: z.number().int().min(0).optional(), limit: pageLimit.optional() }),
   z.object({ type: z.literal('unsubscribe'), id: id.optional(), conversationId }),
   z.object({ type: z.literal('conversations.list'), id: id.optional(), search: z.string().max(500).optional() }),
-  z.object({ type: z.literal('conversations.load'), id: id.optional(), conversationId }),
+  /**
+   * Without `before`: a snapshot of the newest `limit` messages. With `before` (a snapshot's or
+   * page's `firstOrdinal`): a `page` of the `limit` messages older than that, live state untouched.
+   */
+  z.object({ type: z.literal('conversations.load'), id: id.optional(), conversationId, limit: pageLimit.optional(), before: ordinal.optional() }),
   z.object({ type: z.literal('conversations.rename'), id: id.optional(), conversationId, title: z.string().min(1).max(500) }),
   z.object({ type: z.literal('conversations.delete'), id: id.optional(), conversationId }),
   z.object({ type: z.literal('settings.get'), id: id.optional() }),
@@ -139,6 +153,11 @@ export interface CheckpointView {
   tokensBefore: number;
   tokensAfter: number;
   createdAt: number;
+  /**
+   * Its place is in older messages than the snapshot (or page) holds: hide the card until the
+   * page that holds that place arrives (it carries the checkpoint again, with beforeMessageId).
+   */
+  inOlderPage?: true;
 }
 
 /** The latest context estimate the gateway saw for a conversation (a `context` event, or a compaction's `tokensAfter`). */
@@ -169,12 +188,32 @@ export type ServerMessage =
       running: boolean;
       partial?: Message;
       pending?: LifecycleEvent[];
-      /** Context checkpoints, oldest first. */
+      /** Context checkpoints, oldest first: all of them, those placed in older pages marked `inOlderPage`. */
       checkpoints: CheckpointView[];
+      /** Older stored messages exist than `messages` holds (load them with `conversations.load { before: firstOrdinal }`). */
+      hasMore: boolean;
+      /** Ordinal of the oldest stored message in `messages` (absent when none is stored yet). */
+      firstOrdinal?: number;
+      /** How many stored messages are older than `messages` (0 when hasMore is false). */
+      olderCount: number;
       /** A compaction in progress (its `start` event), run or manual. */
       compacting?: LifecycleEvent;
       /** The latest context estimate seen in this process. */
       context?: ContextView;
+    }
+  /** Older messages, the answer to `conversations.load { before }` (to the requester only, before its reply). */
+  | {
+      type: 'page';
+      conversationId: string;
+      /** The `before` it answers. */
+      before: number;
+      /** Oldest first; every one has an ordinal below `before`. */
+      messages: Message[];
+      /** Ordinal of `messages[0]`: the `before` of the next older page. */
+      firstOrdinal?: number;
+      hasMore: boolean;
+      /** Only the checkpoints whose card sits before a message of this page, with beforeMessageId (the snapshot listed them all). */
+      checkpoints: CheckpointView[];
     }
   | { type: 'queue'; conversationId: string; items: QueuedItem[] }
   | { type: 'conversations'; items: ConversationSummary[] }
@@ -253,6 +292,7 @@ const CheckpointViewSchema = z.looseObject({
   tokensBefore: z.number(),
   tokensAfter: z.number(),
   createdAt: z.number(),
+  inOlderPage: z.literal(true).optional(),
 });
 const ContextViewSchema = z.looseObject({ seq: z.number(), usedTokens: z.number(), contextWindow: z.number().optional(), thresholdTokens: z.number().optional() });
 
@@ -270,8 +310,20 @@ export const ServerMessageSchema = z.union([
     partial: MessageSchema.optional(),
     pending: z.array(EventSchema).optional(),
     checkpoints: z.array(CheckpointViewSchema),
+    hasMore: z.boolean(),
+    firstOrdinal: z.number().int().min(1).optional(),
+    olderCount: z.number().int().min(0),
     compacting: EventSchema.optional(),
     context: ContextViewSchema.optional(),
+  }),
+  z.object({
+    type: z.literal('page'),
+    conversationId: z.string(),
+    before: z.number().int().min(1),
+    messages: z.array(MessageSchema),
+    firstOrdinal: z.number().int().min(1).optional(),
+    hasMore: z.boolean(),
+    checkpoints: z.array(CheckpointViewSchema),
   }),
   z.object({ type: z.literal('queue'), conversationId: z.string(), items: z.array(z.looseObject({ itemId: z.string(), text: z.string(), clientRequestId: z.string(), createdAt: z.number() })) }),
   z.object({ type: z.literal('conversations'), items: z.array(SummarySchema) }),

@@ -3,6 +3,7 @@
  * tests can shrink them; the gateway re-reads the section whenever settings change.
  */
 import { z } from 'zod';
+import { MAX_PAGE_MESSAGES } from './protocol.js';
 
 const MiB = 1024 * 1024;
 
@@ -23,12 +24,25 @@ export const GatewaySettingsSchema = z.strictObject({
    * dropped. Keep it above the largest message a reply can carry: a reading client is never behind by more.
    */
   maxClientBufferBytes: z.number().int().min(1024).default(16 * MiB),
+  /**
+   * Bytes outstanding for all clients together. Past it the clients furthest behind are dropped
+   * (as one over its own cap is) until the total is back under it.
+   */
+  maxTotalBufferBytes: z.number().int().min(1024).default(256 * MiB),
   /** Ping interval; a socket that missed the previous pong is dropped. */
   heartbeatIntervalMs: z.number().int().min(10).default(30_000),
   /** Events kept per conversation for replay to a reconnecting client. */
   replayWindow: z.number().int().min(0).max(1_000_000).default(2000),
   /** Byte bound of the same window (the serialized events). */
   replayWindowBytes: z.number().int().min(0).default(8 * MiB),
+  /**
+   * Byte budget of every replay window together. Past it the least recently active
+   * conversations lose their oldest events first, down to 7/8 of the budget (so a full budget
+   * does not trim on every event).
+   */
+  replayTotalBytes: z.number().int().min(0).default(64 * MiB),
+  /** Messages in a snapshot (the newest page of history); older pages are loaded with `conversations.load { before }`. */
+  snapshotMessages: z.number().int().min(1).max(MAX_PAGE_MESSAGES).default(100),
   /** Conversations with no subscriber and no run whose replay state is kept (least recently active go first). */
   maxIdleConversations: z.number().int().min(0).default(200),
   /** How many conversations a list (and the list broadcast after a change) holds. */

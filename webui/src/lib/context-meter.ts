@@ -18,6 +18,8 @@ export interface MeterView {
   cost?: number;
   /** Some replies had no price, so `cost` leaves them out. */
   costPartial: boolean;
+  /** Older messages are not loaded: the cost counts the loaded replies only. */
+  costLoadedOnly: boolean;
   source: 'context' | 'usage' | 'checkpoint';
 }
 
@@ -81,6 +83,8 @@ export function meterOf(s: ConversationState, providers: ProviderSummary[] | nul
     ...(s.context?.thresholdTokens ? { thresholdTokens: s.context.thresholdTokens } : {}),
     ...(cost !== undefined ? { cost } : {}),
     costPartial: cost !== undefined && costPartial,
+    // Older pages not loaded yet hold usage too: the sum is of the replies shown.
+    costLoadedOnly: cost !== undefined && s.hasMore,
     source,
   };
 }

@@ -15,7 +15,7 @@ import type {
   ToolProgress,
   ToolResultBlock,
 } from '../../../plugin-api.js';
-import { checkpointOfEndPayload, type CheckpointView, type ContextView, type QueuedItem } from '../../../plugins/gateway/protocol.js';
+import { checkpointOfEndPayload, type CheckpointView, type ContextView, type QueuedItem, type ServerMessage } from '../../../plugins/gateway/protocol.js';
 import { applyAskEvent, type AskRecord } from './ask-user-question.js';
 
 export interface ToolRuntime {
@@ -87,6 +87,16 @@ export interface ConversationState {
   compactionNotice: CompactionNotice | null;
   /** The latest context estimate (a `context` event or a compaction's tokensAfter). */
   context: ContextView | null;
+  /** Older stored messages exist than `messages` holds (a long conversation opens at its end). */
+  hasMore: boolean;
+  /** Ordinal of the oldest stored message held: the `before` of the next older page. */
+  firstOrdinal: number | null;
+  /** Stored messages older than those held. */
+  olderCount: number;
+  /** An older page is on its way. */
+  loadingOlder: boolean;
+  /** Why the last older page could not be loaded. */
+  olderError: string | null;
 }
 
 export function emptyState(id: string): ConversationState {
@@ -111,6 +121,11 @@ export function emptyState(id: string): ConversationState {
     compactRequested: false,
     compactionNotice: null,
     context: null,
+    hasMore: false,
+    firstOrdinal: null,
+    olderCount: 0,
+    loadingOlder: false,
+    olderError: null,
   };
 }
 
@@ -303,6 +318,9 @@ export interface SnapshotLike {
   checkpoints?: CheckpointView[];
   compacting?: LifecycleEvent;
   context?: ContextView;
+  hasMore?: boolean;
+  firstOrdinal?: number;
+  olderCount?: number;
 }
 
 /** Replace the state with a server snapshot (history plus any in-progress reply). */
@@ -319,6 +337,11 @@ export function applySnapshot(s: ConversationState, snap: SnapshotLike): void {
   }
   s.lastSeq = snap.lastSeq;
   s.loaded = true;
+  // A snapshot is the newest page again: older pages loaded before are dropped with it.
+  s.hasMore = !!snap.hasMore;
+  s.firstOrdinal = snap.firstOrdinal ?? null;
+  s.olderCount = snap.hasMore ? (snap.olderCount ?? 0) : 0;
+  s.olderError = null;
   // Settled questions are in the history (their results); pending ones come back with the run's events.
   s.asks = {};
   s.checkpoints = (snap.checkpoints ?? []).map((c) => ({ ...c }));
@@ -327,4 +350,31 @@ export function applySnapshot(s: ConversationState, snap: SnapshotLike): void {
   if (snap.compacting) applyEvent(s, snap.compacting, true);
   for (const ev of snap.pending ?? []) applyEvent(s, ev, true);
   s.lastSeq = Math.max(s.lastSeq, snap.lastSeq);
+}
+
+type Page = Extract<ServerMessage, { type: 'page' }>;
+
+/**
+ * Put an older page in front of the messages held. A page that no longer fits (a snapshot came
+ * in between and moved `firstOrdinal`) is dropped: false. Checkpoints placed by the page get
+ * their place (they were listed by the snapshot, marked inOlderPage).
+ */
+export function applyPage(s: ConversationState, page: Page): boolean {
+  if (s.firstOrdinal === null || page.before !== s.firstOrdinal) return false;
+  const held = new Set(s.messages.map((m) => m.id));
+  const older = page.messages.filter((m) => !held.has(m.id));
+  s.messages = [...older, ...s.messages];
+  s.hasMore = page.hasMore;
+  if (page.firstOrdinal !== undefined) s.firstOrdinal = page.firstOrdinal;
+  s.olderCount = page.hasMore ? Math.max(0, s.olderCount - page.messages.length) : 0;
+  for (const cp of page.checkpoints) {
+    const at = s.checkpoints.findIndex((c) => c.segmentId === cp.segmentId);
+    if (at >= 0) s.checkpoints[at] = { ...cp };
+    else {
+      // Oldest first: one the snapshot did not list goes by its time.
+      const after = s.checkpoints.findIndex((c) => c.createdAt > cp.createdAt);
+      s.checkpoints.splice(after < 0 ? s.checkpoints.length : after, 0, { ...cp });
+    }
+  }
+  return true;
 }

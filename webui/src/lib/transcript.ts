@@ -2,8 +2,9 @@
  * Groups a conversation's messages into what the transcript shows: each user message, then one
  * reply bubble holding every assistant round up to the next user message, with each tool call
  * paired to its result (tool results travel in separate `tool` messages, matched by toolCallId).
- * Context checkpoints sit right before the first message they kept (or at the end), and the
- * kernel's "continue" turn after a mid-stream compaction is a note, not a user bubble.
+ * Context checkpoints sit right before the first message they kept (or at the end; those whose
+ * place is in an older page not loaded yet are left out), and the kernel's "continue" turn after
+ * a mid-stream compaction is a note, not a user bubble.
  */
 import type { EditedFile, Message, ToolResultBlock } from '../../../plugin-api.js';
 import type { CheckpointView } from '../../../plugins/gateway/protocol.js';
@@ -39,13 +40,15 @@ export function buildTranscript(messages: Message[], live: Message | null, pendi
   const slot = (c: Placed) =>
     c.beforeMessageId && ids.has(c.beforeMessageId) ? ids.get(c.beforeMessageId)! : c.afterMessageId && ids.has(c.afterMessageId) ? ids.get(c.afterMessageId)! + 1 : messages.length;
   const before = new Map<number, Placed[]>();
-  for (const c of checkpoints) {
+  // A card whose place is in an older page not loaded yet waits for that page.
+  const shown = checkpoints.filter((c) => !c.inOlderPage);
+  for (const c of shown) {
     const at = slot(c);
     before.set(at, [...(before.get(at) ?? []), c]);
   }
-  // Everything before the newest checkpoint's place is covered by it.
+  // Everything before the newest checkpoint's place is covered by it (nothing held, when that place is older still).
   const newest = checkpoints[checkpoints.length - 1];
-  const coveredUpTo = newest ? slot(newest) : 0;
+  const coveredUpTo = newest && !newest.inOlderPage ? slot(newest) : 0;
   const card = (c: CheckpointView) => {
     reply = null;
     items.push({ kind: 'checkpoint', key: `checkpoint-${c.segmentId}`, checkpoint: c });

@@ -10,7 +10,7 @@ import type { CompactionOutcome, ContentBlock, ExecutionMode, LifecycleEvent, Me
 import type { Attachment, ConversationSummary, ServerMessage } from '../../../plugins/gateway/protocol.js';
 import { client } from '../api/client.js';
 import type { AskAnswer } from '../components/ask-user-question/card-model.js';
-import { applyEvent, applySnapshot, emptyState, type ConversationState } from '../lib/conversation-state.js';
+import { applyEvent, applyPage, applySnapshot, emptyState, type ConversationState } from '../lib/conversation-state.js';
 import { newId } from '../lib/format.js';
 import { isSynthetic, parseFileBlock, userText } from '../lib/transcript.js';
 import { useConversationsStore } from './conversations.js';
@@ -119,6 +119,8 @@ export const useChatStore = defineStore('chat', () => {
       if (m.conversation) conversations.upsert(m.conversation);
       conversations.setRunning(m.conversationId, m.running);
     });
+    // An older page, answering loadOlder (dropped when a snapshot replaced what it belongs to).
+    c.on('page', (m) => void applyPage(state(m.conversationId), m));
     c.on('queue', (m) => (state(m.conversationId).queue = m.items));
     c.on('conversations', (m) => reconcile(m.items));
     // A queued message that failed to start is reported as a reply nobody asked for.
@@ -181,6 +183,26 @@ export const useChatStore = defineStore('chat', () => {
   }
 
   /**
+   * Load the page of messages before the oldest one held (the `page` message arrives before the
+   * reply, so it is in place when this resolves). False when there was nothing to load or it failed.
+   */
+  async function loadOlder(id: string): Promise<boolean> {
+    const s = state(id);
+    if (!s.hasMore || s.loadingOlder || s.firstOrdinal === null || client().status.state !== 'open') return false;
+    s.loadingOlder = true;
+    s.olderError = null;
+    try {
+      await client().request({ type: 'conversations.load', conversationId: id, before: s.firstOrdinal });
+      return true;
+    } catch (err) {
+      s.olderError = (err as Error).message;
+      return false;
+    } finally {
+      s.loadingOlder = false;
+    }
+  }
+
+  /**
    * Another client may have changed history behind our back (edit and resend truncates it, and
    * no event says so). The list carries each conversation's stored message count: when an idle
    * conversation we follow disagrees, reload it.
@@ -189,7 +211,7 @@ export const useChatStore = defineStore('chat', () => {
     for (const c of items) {
       const s = states[c.id];
       if (!s || !subscribed.has(c.id) || !s.loaded || s.running || c.running || typeof c.messageCount !== 'number') continue;
-      if (c.messageCount !== s.messages.length) void load(c.id).catch(() => undefined);
+      if (c.messageCount !== s.messages.length + s.olderCount) void load(c.id).catch(() => undefined);
     }
   }
 
@@ -330,10 +352,11 @@ export const useChatStore = defineStore('chat', () => {
   function titleOf(id: string | null, stored: string | null | undefined): string {
     if (stored) return stored;
     const s = id ? states[id] : undefined;
-    const first = s?.messages.find((m) => m.role === 'user' && !isSynthetic(m)) ?? s?.pendingUser;
+    // With older pages not loaded, the first user message held is not the conversation's first.
+    const first = s?.hasMore ? undefined : (s?.messages.find((m) => m.role === 'user' && !isSynthetic(m)) ?? s?.pendingUser);
     const text = first ? userText(first).trim().split('\n')[0] : '';
     return text ? (text.length > 60 ? `${text.slice(0, 57)}…` : text) : 'New conversation';
   }
 
-  return { states, prefs, titleOf, editRequest, sendError, current, currentKey, state, init, subscribe, leave, forget, send, stop, answerQuestion, editResend, retry, compactNow, dismissCompactionNotice, queueAction, savePrefs };
+  return { states, prefs, titleOf, editRequest, sendError, current, currentKey, state, init, subscribe, leave, forget, send, stop, answerQuestion, editResend, retry, compactNow, dismissCompactionNotice, queueAction, savePrefs, loadOlder };
 });
