@@ -1,20 +1,7 @@
 import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Plugin } from '../../plugin-api.js';
 import type { FakeStep } from '../helpers/fake-provider.js';
-import { TestClient, boot, cleanup, contiguous, sleep, text } from './gateway-harness.js';
-
-const echoTool: Plugin = {
-  name: 'tool-echo',
-  apply: (ctx) =>
-    void ctx.registerTool({
-      name: 'Echo',
-      description: 'echo',
-      parameters: { safeParse: (v: unknown) => ({ success: true, data: v }) },
-      jsonSchema: { type: 'object' },
-      execute: async () => ({ content: [{ type: 'text', text: 'ok' }] }),
-    }),
-};
+import { TestClient, okTool as echoTool, boot, cleanup, contiguous, sleep, text } from './gateway-harness.js';
 
 afterEach(cleanup);
 

@@ -7,26 +7,14 @@
  */
 import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { LifecycleEvent, Plugin } from '../../plugin-api.js';
+import type { LifecycleEvent } from '../../plugin-api.js';
 import { streamKindOf, type ServerMessage } from '../../plugins/gateway/protocol.js';
 import type { FakeStep } from '../helpers/fake-provider.js';
-import { TestClient, boot, cleanup, contiguous, gate, sendTo, text, type Booted } from './gateway-harness.js';
+import { TestClient, okTool as echoTool, boot, cleanup, contiguous, gate, sendTo, text, type Booted } from './gateway-harness.js';
 
 afterEach(cleanup);
 
 type Snapshot = Extract<ServerMessage, { type: 'snapshot' }>;
-
-const echoTool: Plugin = {
-  name: 'tool-echo',
-  apply: (ctx) =>
-    void ctx.registerTool({
-      name: 'Echo',
-      description: 'echo',
-      parameters: { safeParse: (v: unknown) => ({ success: true, data: v }) },
-      jsonSchema: { type: 'object' },
-      execute: async () => ({ content: [{ type: 'text', text: 'ok' }] }),
-    }),
-};
 
 /** Every lifecycle event of the runtime, by seq, per conversation. */
 function capture(b: Booted): Map<string, LifecycleEvent[]> {

@@ -60,6 +60,19 @@ export function gatedProvider(steps: FakeStep[] | Parameters<typeof fakeProvider
   return provider;
 }
 
+/** A tool that takes any arguments and answers `ok` (the gateway tests only need a round trip). */
+export const okTool: Plugin = {
+  name: 'tool-echo',
+  apply: (ctx) =>
+    void ctx.registerTool({
+      name: 'Echo',
+      description: 'echo',
+      parameters: { safeParse: (v: unknown) => ({ success: true, data: v }) },
+      jsonSchema: { type: 'object' },
+      execute: async () => ({ content: [{ type: 'text', text: 'ok' }] }),
+    }),
+};
+
 export interface Booted {
   server: RunningServer;
   provider: ReturnType<typeof gatedProvider>;
