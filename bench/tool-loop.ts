@@ -67,12 +67,17 @@ export async function benchToolLoop(server: Awaited<ReturnType<typeof startBench
   };
   try {
     const { rawMs, pipelineMs } = await compareCpu(raw, pipeline, repeats);
-    let before = heap();
-    await raw();
-    const rawRetained = heap() - before;
-    before = heap();
-    await pipeline();
-    const pipelineRetained = heap() - before;
+    // Retained heap over two loops each, after one more warm-up loop: what stays behind after a
+    // loop, not what the first loops in the process leave (JIT code, caches, SQLite pages).
+    const retained = async (loop: () => Promise<void>) => {
+      await loop();
+      const before = heap();
+      await loop();
+      await loop();
+      return (heap() - before) / 2;
+    };
+    const rawRetained = await retained(raw);
+    const pipelineRetained = await retained(pipeline);
     return { rounds, rawMs, pipelineMs, ratio: pipelineMs / rawMs, retainedPerRoundBytes: (pipelineRetained - rawRetained) / rounds };
   } finally {
     await server.setLoop(0);
