@@ -112,7 +112,8 @@ class TurnBuilder {
     this.answerPending();
     const last = this.messages.at(-1);
     if (last?.role === 'assistant') last.content.push(...blocks);
-    else this.messages.push({ role: 'assistant', content: blocks });
+    // A copy: `blocks` may be the cached conversion of a message, and a later merge pushes here.
+    else this.messages.push({ role: 'assistant', content: [...blocks] });
     for (const b of blocks) if (b.type === 'tool_use') this.pending.add(b.id as string);
   }
 
@@ -135,6 +136,22 @@ function insertResults(msg: WireMessage, results: WireBlock[]): void {
   msg.content.splice(at, 0, ...results);
 }
 
+/**
+ * Each message's blocks, converted once. A tool loop sends the same message objects every round
+ * (the window only grows), so without this each request would convert the whole history again.
+ * Keyed by the message object: a changed message (a pruned result) is a new object, and entries
+ * go with their messages.
+ */
+const converted = new WeakMap<Message, { providerId: string; blocks: WireBlock[] }>();
+
+function blocksOf(m: Message, providerId: string): WireBlock[] {
+  const hit = converted.get(m);
+  if (hit && hit.providerId === providerId) return hit.blocks;
+  const blocks = m.role === 'assistant' ? assistantBlocks(m.content, providerId) : userBlocks(m.content);
+  converted.set(m, { providerId, blocks });
+  return blocks;
+}
+
 /** Convert the history. `providerId` decides whose thinking and searches may travel back. */
 export function toAnthropicMessages(messages: Message[], providerId: string): WireMessage[] {
   let end = messages.length;
@@ -144,8 +161,7 @@ export function toAnthropicMessages(messages: Message[], providerId: string): Wi
   const turns = new TurnBuilder();
   for (let i = 0; i < end; i++) {
     const m = messages[i]!;
-    if (m.role === 'assistant') turns.assistant(assistantBlocks(m.content, providerId));
-    else turns.user(userBlocks(m.content));
+    turns[m.role === 'assistant' ? 'assistant' : 'user'](blocksOf(m, providerId));
   }
   turns.answerPending();
   const out = turns.messages;
