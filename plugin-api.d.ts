@@ -915,8 +915,10 @@ export interface KernelHookTaps {
 /**
  * Per-conversation hooks, in the order a run uses them. Waterfall hooks return the (possibly
  * changed) value; bail hooks stop at the first tap that returns something other than undefined.
- * Contract: a throw in a waterfall/bail tap fails the run with the plugin and hook named; a
- * throw in a notification tap (`event`, `turnEnd`) is reported and the run goes on.
+ * Contract: a throw in a waterfall/bail tap fails the run with the plugin and hook named
+ * (except `compaction`: its failure becomes a `compaction` error event and the run goes on with
+ * the history as it was); a throw in a notification tap (`event`, `turnEnd`) is reported and the
+ * run goes on.
  */
 export interface SessionHookTaps {
   /** Load the stored history (bail: the persistence plugin answers). */
