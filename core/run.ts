@@ -5,11 +5,9 @@
  * and an AbortSignal can stop it anywhere.
  */
 import type {
-  Checkpoint,
   ContentBlock,
   EditedFile,
   ExecutionMode,
-  HistorySnapshot,
   LifecycleEvent,
   Logger,
   Message,
@@ -30,14 +28,13 @@ import type {
 import { askCompaction, contextPayload, type CompactionAsk, type CompactionStep } from './compaction.js';
 import { CancelledError, UsageError, toErrorInfo } from './errors.js';
 import { EventLog } from './event-queue.js';
-import { repairHistory } from './history-repair.js';
 import type { SessionHooks } from './hooks.js';
 import { newMessageId, newRunId } from './ids.js';
 import { addUsage } from './message-assembler.js';
 import { requestOptions } from './provider-call.js';
 import { streamRound, type RoundEnv } from './round-stream.js';
 import type { ToolRegistry } from './registries.js';
-import type { Session, SessionManager } from './sessions.js';
+import { loadWindow, type Session, type SessionManager } from './sessions.js';
 import { dispatchToolCalls } from './tool-dispatch.js';
 import type { EventInput } from './types.js';
 
@@ -201,20 +198,9 @@ export class Run implements RunHandle {
   }
 
   private async loadHistory(): Promise<Message[]> {
-    const { session, isNew } = this.opts;
+    const { session } = this.opts;
     const hooks = this.deps.hooks;
-    let snapshot: HistorySnapshot | undefined;
-    if (hooks.loadHistory.isUsed()) {
-      snapshot = await hooks.loadHistory.promise(session.info());
-      if (!snapshot && !isNew) throw new UsageError(`unknown conversation "${session.conversationId}"`);
-    } else if (!isNew && !session.known) {
-      throw new UsageError(`unknown conversation "${session.conversationId}"`);
-    }
-    if (snapshot) {
-      session.lastSeq = Math.max(session.lastSeq, snapshot.lastSeq);
-      session.checkpoint = snapshot.checkpoint ?? (snapshot.summary ? summaryOnlyCheckpoint(snapshot.summary) : undefined);
-    }
-    let messages = repairHistory(snapshot ? snapshot.messages : session.memory);
+    let { window: messages } = await loadWindow(hooks, session, this.opts.isNew);
     if (this.opts.truncateFromMessageId) {
       const at = messages.findIndex((m) => m.id === this.opts.truncateFromMessageId);
       if (at < 0) throw new UsageError(`message "${this.opts.truncateFromMessageId}" is not in conversation "${session.conversationId}" (or a context checkpoint covers it)`);
@@ -416,11 +402,6 @@ export class Run implements RunHandle {
 
 function isOverflow(failure: RuntimeErrorInfo | undefined): boolean {
   return failure?.details?.code === 'context_overflow' && failure.details.partial !== true;
-}
-
-/** A segment stored with only a summary (no checkpoint record): what the kernel assumes of it. */
-function summaryOnlyCheckpoint(summary: string): Checkpoint {
-  return { kind: 'summary', summary, coveredMessageCount: 0, prunedToolCallIds: [], ledger: { read: [], modified: [] }, trigger: 'manual', tokensBefore: 0, tokensAfter: 0, createdAt: 0 };
 }
 
 function mergeEdited(prev: EditedFile[], next: EditedFile[]): EditedFile[] {

@@ -22,13 +22,12 @@ import type {
 import { askCompaction } from './compaction.js';
 import { complete } from './completion.js';
 import { UsageError } from './errors.js';
-import { repairHistory } from './history-repair.js';
 import type { SessionHooks } from './hooks.js';
 import { CONVERSATION_ID_PATTERN, newConversationId, newRunId } from './ids.js';
 import type { Logger } from '../plugin-api.js';
 import type { ProviderRegistry, ToolRegistry } from './registries.js';
 import { Run } from './run.js';
-import type { SessionManager } from './sessions.js';
+import { loadWindow, type SessionManager } from './sessions.js';
 
 const RunOptionsSchema = z.object({
   conversationId: z.string().regex(CONVERSATION_ID_PATTERN, 'must be 1-128 letters, digits, _ or -').optional(),
@@ -151,20 +150,14 @@ export class Runtime implements RuntimeApi {
 
   async compact(conversationId: string, options: { signal?: AbortSignal } = {}): Promise<CompactionOutcome> {
     if (typeof conversationId !== 'string' || !CONVERSATION_ID_PATTERN.test(conversationId)) throw new UsageError('compact: conversationId must be 1-128 letters, digits, _ or -');
-    const session = this.d.sessions.peek(conversationId) ?? this.d.sessions.get(conversationId);
+    const session = this.d.sessions.get(conversationId);
     if (session.activeRun) throw new UsageError(`conversation "${conversationId}" has a run in progress (it compacts itself when it needs to)`);
     if (session.compacting) throw new UsageError(`conversation "${conversationId}" is already being compacted`);
     let release!: () => void;
     session.compacting = new Promise<void>((r) => (release = r));
     try {
       const hooks = this.d.sessionHooks;
-      const snapshot = hooks.loadHistory.isUsed() ? await hooks.loadHistory.promise(session.info()) : undefined;
-      if (!snapshot && !session.known) throw new UsageError(`unknown conversation "${conversationId}"`);
-      if (snapshot) {
-        session.lastSeq = Math.max(session.lastSeq, snapshot.lastSeq);
-        if (snapshot.checkpoint) session.checkpoint = snapshot.checkpoint;
-      }
-      const window = repairHistory(snapshot ? snapshot.messages : session.memory);
+      const { window, snapshot } = await loadWindow(hooks, session, false);
       if (window.length === 0) return { status: 'skipped', conversationId, reason: 'there is nothing to compact' };
       const settings = this.d.settings.get();
       const provider = (snapshot?.provider ? this.d.providers.get(snapshot.provider) : undefined) ?? this.defaultProvider();

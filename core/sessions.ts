@@ -8,7 +8,9 @@
  * run reloads it), and recent client request ids live in one bounded map for all conversations.
  */
 import type { KernelHooks, SessionHooks } from './hooks.js';
-import type { Checkpoint, Message, SessionInfo } from '../plugin-api.js';
+import type { Checkpoint, HistorySnapshot, Message, SessionInfo } from '../plugin-api.js';
+import { UsageError } from './errors.js';
+import { repairHistory } from './history-repair.js';
 import type { Run } from './run.js';
 
 /** Client request ids remembered for dedupe, across all conversations. */
@@ -136,4 +138,31 @@ export class SessionManager {
     this.sessions.clear();
     this.recent.clear();
   }
+}
+
+/**
+ * The conversation's active window as a run or a manual compaction starts from it: from the
+ * store when a plugin answers `loadHistory` (the session learns the stored seq and checkpoint),
+ * else from the session's memory; dangling tool calls repaired. Unknown conversations are a
+ * UsageError unless `isNew`.
+ */
+export async function loadWindow(hooks: SessionHooks, session: Session, isNew: boolean): Promise<{ window: Message[]; snapshot?: HistorySnapshot }> {
+  const unknown = () => new UsageError(`unknown conversation "${session.conversationId}"`);
+  if (!hooks.loadHistory.isUsed()) {
+    if (!isNew && !session.known) throw unknown();
+    return { window: repairHistory(session.memory) };
+  }
+  const snapshot = await hooks.loadHistory.promise(session.info());
+  if (!snapshot) {
+    if (!isNew) throw unknown();
+    return { window: [] };
+  }
+  session.lastSeq = Math.max(session.lastSeq, snapshot.lastSeq);
+  session.checkpoint = snapshot.checkpoint ?? (snapshot.summary ? summaryOnlyCheckpoint(snapshot.summary) : undefined);
+  return { window: repairHistory(snapshot.messages), snapshot };
+}
+
+/** A segment stored with only a summary (no checkpoint record): what the kernel assumes of it. */
+function summaryOnlyCheckpoint(summary: string): Checkpoint {
+  return { kind: 'summary', summary, coveredMessageCount: 0, prunedToolCallIds: [], ledger: { read: [], modified: [] }, trigger: 'manual', tokensBefore: 0, tokensAfter: 0, createdAt: 0 };
 }
