@@ -57,7 +57,7 @@ for await (const _ of stream);\n`,
     await new Promise((r) => child.once('exit', r));
     return ms;
   };
-  const cli = [path.join(root, 'bin/liveagent.js'), 'chat', '--mode', 'text', 'hi'];
+  const cli = [process.env.LIVEAGENT_BENCH_CLI ?? path.join(root, 'bin/liveagent.js'), 'chat', '--mode', 'text', 'hi'];
   try {
     await timeToRequest(cli);
     await timeToRequest([raw]);
