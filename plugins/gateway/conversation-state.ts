@@ -162,6 +162,14 @@ export class ConversationState {
   compacting: LifecycleEvent | undefined;
   /** The latest context estimate: a `context` event, or a compaction's tokensAfter. */
   context: ContextView | undefined;
+  /**
+   * Whether events go into the replay window. A window serves clients that followed the run and
+   * reconnect with their last seq; a run nobody followed (a CLI run, a server-side job) needs
+   * none, and a client that subscribes later gets a snapshot. Set by a subscribe, re-decided at
+   * every agent_start; turned off, the window is emptied at once, as a window with a hole in it
+   * would replay events with some missing.
+   */
+  recording = false;
 
   constructor(readonly id: string, windowLimits: () => WindowLimits, budget: ReplayBudget) {
     this.window = new ReplayWindow(windowLimits, budget);
@@ -188,6 +196,7 @@ export class ConversationState {
     }
     switch (e.type) {
       case 'agent_start':
+        this.record(this.subscribers.size > 0);
         this.run = new ActiveRun(e);
         this.commitVersion++;
         this.lastActive = Date.now();
@@ -203,6 +212,11 @@ export class ConversationState {
         return;
     }
     if (this.run?.runId === e.runId) this.run.observe(e);
+  }
+
+  record(on: boolean): void {
+    if (!on && this.recording) this.window.clear();
+    this.recording = on;
   }
 
   private observeCompaction(p: JsonObject, e: LifecycleEvent): void {

@@ -4,8 +4,8 @@
  * reference to the same batch. On setImmediate each dirty client is flushed as one frame, so N
  * events to M clients cost one serialization per event, one Buffer per batch and one socket
  * write per client per tick. The replay window keeps deltas unserialized (rebuilt and serialized
- * only if replayed) and other events as their JSON, so a delta of a conversation nobody follows
- * is not serialized at all; the run's fold (ActiveRun) keeps what a snapshot needs. Nothing here
+ * only if replayed) and other events as their JSON, and records only runs somebody followed, so
+ * an event of a conversation nobody follows is neither serialized nor kept; the run's fold (ActiveRun) keeps what a snapshot needs. Nothing here
  * awaits: runtime listeners must not block.
  *
  * Memory is bounded three ways: each window by count and bytes, every window together by
@@ -88,12 +88,15 @@ export class Fanout implements ClientHost {
     conv.observe(e);
     // A delta goes into the window unserialized (replay-window.ts) and, for subscribers, straight
     // into the batch's bytes; other events are rare and serialized once for both.
-    const payload = deltaPayload(e);
+    // A conversation nobody follows does no per-event work here beyond the fold above.
     let serialized: string | undefined;
-    if (payload !== undefined) conv.window.pushDelta(e as DeltaEvent, payload, estimateDelta(e as DeltaEvent, payload));
-    else {
-      serialized = serializeEvent(e);
-      conv.window.pushSerialized(e.seq, serialized);
+    if (conv.recording) {
+      const payload = deltaPayload(e);
+      if (payload !== undefined) conv.window.pushDelta(e as DeltaEvent, payload, estimateDelta(e as DeltaEvent, payload));
+      else {
+        serialized = serializeEvent(e);
+        conv.window.pushSerialized(e.seq, serialized);
+      }
     }
     if (conv.subscribers.size > 0) {
       let batch = conv.openBatch;
@@ -187,6 +190,7 @@ export class Fanout implements ClientHost {
       this.convs.set(conversationId, conv);
     }
     conv.subscribers.add(client);
+    conv.record(true);
     client.subscriptions.add(conversationId);
     // The open batch was handed out before this client joined: later events start a new one.
     conv.openBatch = undefined;

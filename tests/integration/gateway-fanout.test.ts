@@ -1,7 +1,7 @@
 /**
  * The fan-out's fast paths and global bounds: a conversation nobody follows streams without
- * serialization, yet a client that subscribes mid-run gets the partial reply and every event
- * after it, and a replay of what nobody watched is exact; the replay windows of many
+ * serialization or a replay window, yet a client that subscribes mid-run gets the partial reply
+ * and every event after it, and a replay from then on is exact; the replay windows of many
  * conversations stay under the global byte budget (least recently active first); past the global
  * cap on outstanding bytes the client furthest behind is dropped and the others go on.
  */
@@ -28,7 +28,7 @@ function capture(b: Booted): Map<string, LifecycleEvent[]> {
 }
 
 describe('gateway fan-out fast paths and global bounds', () => {
-  it('nobody follows a run: a client that subscribes mid-run gets the partial reply, then every event; a replay of the unwatched part is exact', async () => {
+  it('nobody follows a run: a client that subscribes mid-run gets the partial reply, then every event; only the watched part is kept for replay, and it replays exactly', async () => {
     const g = gate(0, 'block_end');
     const steps: FakeStep[] = [{ text: ['alpha ', 'beta ', 'gamma'], toolCalls: [{ id: 't1', name: 'Echo', input: { say: 'hé "quoted"\n' } }] }, { thinking: 'pondering', text: 'done ✓' }];
     const b = await boot({ steps, gates: [g], extra: [echoTool] });
@@ -61,13 +61,17 @@ describe('gateway fan-out fast paths and global bounds', () => {
     const kinds = new Set(seen.flatMap((m) => (m.event.type === 'message_update' ? [m.event.delta.kind] : [])));
     expect(['text', 'tool_input', 'thinking'].every((k) => kinds.has(k as never))).toBe(true);
 
-    // The whole run replayed from seq 0: the deltas nobody watched were kept unserialized and are exact too.
+    // What nobody watched was not kept: a replay from seq 0 is a snapshot. From the moment somebody
+    // followed, the window holds every event (deltas unserialized) and a replay is exact.
     const replayer = await TestClient.connect(b);
-    expect(await replayer.ok({ type: 'subscribe', conversationId, lastSeq: 0 })).toMatchObject({ mode: 'replay' });
-    const replayed = replayer.stream(conversationId);
-    expect(replayed.map((m) => m.event)).toEqual(events.get(conversationId));
-    expect(replayed.map((m) => m.type)).toEqual(events.get(conversationId)!.map((e) => streamKindOf(e).kind));
-    expect([late.invalid, replayer.invalid]).toEqual([[], []]);
+    expect(await replayer.ok({ type: 'subscribe', conversationId, lastSeq: 0 })).toMatchObject({ mode: 'snapshot' });
+    const again = await TestClient.connect(b);
+    expect(await again.ok({ type: 'subscribe', conversationId, lastSeq: snap.lastSeq })).toMatchObject({ mode: 'replay' });
+    const replayed = again.stream(conversationId);
+    const watched = events.get(conversationId)!.filter((e) => e.seq > snap.lastSeq);
+    expect(replayed.map((m) => m.event)).toEqual(watched);
+    expect(replayed.map((m) => m.type)).toEqual(watched.map((e) => streamKindOf(e).kind));
+    expect([late.invalid, replayer.invalid, again.invalid]).toEqual([[], [], []]);
     expect((await handle.result).status).toBe('completed');
   });
 
@@ -84,18 +88,22 @@ describe('gateway fan-out fast paths and global bounds', () => {
         await a.terminal(conversationId);
         ids.push(conversationId);
       } else {
-        // Followed by nobody: its deltas are counted by estimate.
+        // Followed by nobody: nothing is kept for it.
+        const before = b.gateway.stats().replayBytes;
         const h = b.server.kernel.runtime.startRun({ input: [{ type: 'text', text: `conversation ${i}` }], keepEvents: false });
         await h.result;
+        expect(b.gateway.stats().replayBytes).toBeLessThanOrEqual(before);
         ids.push(h.conversationId);
       }
       expect(b.gateway.stats().replayBytes).toBeLessThanOrEqual(budget);
     }
     expect(b.gateway.stats().replayBytes).toBeGreaterThan(budget / 4);
     const c = await TestClient.connect(b);
-    // The newest two still replay from their first event; the oldest fell out of the budget.
-    for (const id of ids.slice(-2)) expect(await c.ok({ type: 'subscribe', conversationId: id, lastSeq: 0 })).toMatchObject({ mode: 'replay' });
-    for (const id of ids.slice(0, 2)) expect(await c.ok({ type: 'subscribe', conversationId: id, lastSeq: 0 })).toMatchObject({ mode: 'snapshot' });
+    // The newest two followed ones still replay from their first event; the oldest fell out of the
+    // budget; the unfollowed ones never had a window.
+    const followed = ids.filter((_, i) => i % 2 === 0);
+    for (const id of followed.slice(-2)) expect(await c.ok({ type: 'subscribe', conversationId: id, lastSeq: 0 })).toMatchObject({ mode: 'replay' });
+    for (const id of [...followed.slice(0, 2), ids[11]!]) expect(await c.ok({ type: 'subscribe', conversationId: id, lastSeq: 0 })).toMatchObject({ mode: 'snapshot' });
     // A conversation that goes on after losing its window streams and replays as before.
     const before = Math.max(...a.stream(ids[0]!).map((m) => m.seq));
     await a.ok(sendTo(ids[0]!, 'again'));
