@@ -269,20 +269,35 @@ export interface RuntimePaths {
   plugins: string;
 }
 
-/** The settings file, validated. */
+/**
+ * The settings file, validated. Other processes (a CLI, `serve`, an editor) may change the file
+ * while the host runs; the store picks their changes up and never writes over them.
+ */
 export interface SettingsStore {
   /** The current settings (a frozen snapshot). */
   get(): Settings;
   /**
-   * Replace settings with `next` (validated; an invalid value throws a ConfigError naming the
-   * field and nothing is written). Contract: every loaded plugin's section is checked with its
-   * `settingsSchema` too, as at boot. Writes atomically, then notifies watchers.
+   * Save `next` (validated; an invalid value throws a ConfigError naming the field and nothing
+   * is written). Contract: every loaded plugin's section is checked with its `settingsSchema`
+   * too, as at boot. What is saved is the change from the settings as `get()` returned them to
+   * `next`, applied to the file as it is on disk now, so keys others added meanwhile survive;
+   * resolves to the merged result. A file on disk that does not parse or validate is never
+   * overwritten: the save throws a ConfigError naming the file and the problem. Writes
+   * atomically (and under a lock shared with other processes), then notifies watchers.
    */
   set(next: Settings): Promise<Settings>;
-  /** Shallow-merge a patch into the settings and save (same validation as `set`). */
+  /** Shallow-merge a patch into the settings and save (same validation and merging as `set`). */
   update(patch: Partial<Settings>): Promise<Settings>;
-  /** Called after every successful change. */
+  /** Called after every successful change: a save, or a valid edit of the file made elsewhere. */
   onChange(listener: (settings: Settings) => void): Disposable;
+  /**
+   * Problems that stop nothing, for logs and UIs: keys that no schema knows (`path`
+   * `runtime.maxRoundz`, with `suggestion` `runtime.maxRounds` when a known key is close), and
+   * a settings file on disk that does not parse or validate (`path` empty; the last good
+   * settings stay in force). Unknown keys are kept, never refused, so a file written for a newer
+   * version still loads. Each new warning is also logged once.
+   */
+  warnings(): Array<{ path: string; message: string; suggestion?: string }>;
 }
 
 /** The settings shape. Sections the kernel knows are typed; plugin sections are open. */
@@ -505,6 +520,19 @@ export interface ProviderErrorInfo {
   retryAfterMs?: number;
 }
 
+/** What `Provider.stream` returns: the events of one round, with an optional push path. */
+export interface ProviderStream extends AsyncIterable<ProviderEvent> {
+  /**
+   * Optional push path. When present the kernel calls it instead of iterating: the provider hands
+   * each event to `sink` synchronously as it is translated, which saves the promise hops of an
+   * async iterator on every delta. Contract: stop and release the request as soon as `sink`
+   * returns true (as `return()` on the iterator would); resolve once the stream ended, failed
+   * (after delivering its `error` event) or was stopped; never reject. The kernel uses one of the
+   * two paths per stream, never both.
+   */
+  forEachEvent?(sink: (event: ProviderEvent) => boolean | void): Promise<void>;
+}
+
 /** A model provider. */
 export interface Provider {
   /** e.g. `claude_code`. */
@@ -516,8 +544,11 @@ export interface Provider {
   models?: ModelInfo[];
   /** True when the provider has what it needs (a key, or an endpoint that needs none). */
   isConfigured(settings: Settings): boolean;
-  /** Stream one model round. Must honour `signal` and never throw: failures are `error` events. */
-  stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent>;
+  /**
+   * Stream one model round. Must honour `signal` and never throw: failures are `error` events.
+   * Any `AsyncIterable<ProviderEvent>` will do; see {@link ProviderStream} for the optional push path.
+   */
+  stream(request: ProviderRequest, signal: AbortSignal): ProviderStream;
   /**
    * Optional: start loading what the first request needs (the SDK) and return at once. The
    * kernel calls it as a run starts, so the import overlaps loading the history instead of

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import type { Plugin, PluginContext, Provider, ProviderEvent, ToolDefinition, LifecycleEvent, SessionHookTaps } from '../../plugin-api.js';
+import type { Plugin, PluginContext, Provider, ProviderEvent, ProviderStream, ToolDefinition, LifecycleEvent, SessionHookTaps } from '../../plugin-api.js';
 import { MessageStages, SystemPromptStages, definePlugin } from '../../core/define-plugin.js';
 
 const file = path.resolve(import.meta.dirname, '../../plugin-api.d.ts');
@@ -69,6 +69,7 @@ describe('plugin-api.d.ts', () => {
         "ProviderEvent",
         "ProviderRequest",
         "ProviderSettings",
+        "ProviderStream",
         "RequestContext",
         "RoundRecord",
         "RunHandle",
@@ -131,7 +132,8 @@ describe('plugin-api.d.ts', () => {
   it('types compose the way plugin authors use them', () => {
     expectTypeOf<Plugin['apply']>().parameter(0).toEqualTypeOf<PluginContext>();
     expectTypeOf<PluginContext['registerTool']>().parameter(0).toEqualTypeOf<ToolDefinition>();
-    expectTypeOf<Provider['stream']>().returns.toEqualTypeOf<AsyncIterable<ProviderEvent>>();
+    expectTypeOf<Provider['stream']>().returns.toEqualTypeOf<ProviderStream>();
+    expectTypeOf<AsyncIterable<ProviderEvent>>().toExtend<ProviderStream>();
     expectTypeOf<LifecycleEvent['type']>().toExtend<string>();
     expectTypeOf<keyof SessionHookTaps>().toEqualTypeOf<
       | 'loadHistory'
