@@ -281,8 +281,9 @@ async function readerMain(wsUrl: string): Promise<void> {
   let current: string | undefined;
   let count = 0;
   ws.on('message', (data: Buffer) => {
-    for (const m of JSON.parse(data.toString()) as Array<{ type: string; id?: string; ok?: boolean; conversationId?: string; data?: { conversationId?: string }; error?: { message: string } }>) {
-      if (m.type === 'token' || m.type === 'thinking') deltas++;
+    for (const m of JSON.parse(data.toString()) as Array<{ type: string; id?: string; ok?: boolean; coalesced?: number; conversationId?: string; data?: { conversationId?: string }; error?: { message: string } }>) {
+      // A coalesced message stands for that many deltas (docs/gateway-protocol.md).
+      if (m.type === 'token' || m.type === 'thinking') deltas += m.coalesced ?? 1;
       else if (m.type === 'reply' && m.ok === false) process.send!({ error: m.error?.message ?? 'refused' });
       else if (m.type === 'reply' && m.data?.conversationId) current = m.data.conversationId;
       else if ((m.type === 'done' || m.type === 'error') && (current === undefined || m.conversationId === current)) {

@@ -171,13 +171,26 @@ export interface ContextView {
 }
 
 /** The projection of a lifecycle event onto the gateway stream. */
+/** A settings problem that stops nothing (SettingsStore.warnings): an unknown key, or an invalid file on disk (`path` empty). */
+export interface SettingsWarningWire {
+  path: string;
+  message: string;
+  /** The nearest known key, as a full path. */
+  suggestion?: string;
+}
+
 export type StreamKind = 'token' | 'thinking' | 'tool' | 'done' | 'error' | 'event';
 
 /** Every server → client message. */
 export type ServerMessage =
   | { type: 'hello'; protocol: number; server: string }
-  /** token / thinking / tool / done / error / event: one lifecycle event, projected. `phase` is set for tool events. */
-  | { type: StreamKind; conversationId: string; seq: number; phase?: 'start' | 'update' | 'end'; event: LifecycleEvent }
+  /**
+   * token / thinking / tool / done / error / event: one lifecycle event, projected. `phase` is set
+   * for tool events. `coalesced` (token / thinking / tool-input deltas only): this message stands
+   * for that many consecutive deltas of one block (seqs `seq - coalesced + 1` … `seq`), its string
+   * their concatenation.
+   */
+  | { type: StreamKind; conversationId: string; seq: number; phase?: 'start' | 'update' | 'end'; coalesced?: number; event: LifecycleEvent }
   /** State of a conversation from history, with the in-progress partial reply when a run is active. */
   | {
       type: 'snapshot';
@@ -217,7 +230,8 @@ export type ServerMessage =
     }
   | { type: 'queue'; conversationId: string; items: QueuedItem[] }
   | { type: 'conversations'; items: ConversationSummary[] }
-  | { type: 'settings'; settings: Record<string, unknown> }
+  /** `warnings`: unknown keys (with the nearest known one) and a settings file on disk that is invalid (see SettingsStore.warnings). */
+  | { type: 'settings'; settings: Record<string, unknown>; warnings?: SettingsWarningWire[] }
   | { type: 'mcp'; servers: McpServerSummary[] }
   | { type: 'reply'; id: string; ok: true; data?: unknown }
   | { type: 'reply'; id: string; ok: false; error: { code: string; message: string } };
@@ -299,7 +313,7 @@ const ContextViewSchema = z.looseObject({ seq: z.number(), usedTokens: z.number(
 /** Every server → client message, for clients that validate what they receive. */
 export const ServerMessageSchema = z.union([
   z.object({ type: z.literal('hello'), protocol: z.number(), server: z.string() }),
-  z.object({ type: z.enum(['token', 'thinking', 'tool', 'done', 'error', 'event']), conversationId: z.string(), seq: z.number().int().min(1), phase: z.enum(['start', 'update', 'end']).optional(), event: EventSchema }),
+  z.object({ type: z.enum(['token', 'thinking', 'tool', 'done', 'error', 'event']), conversationId: z.string(), seq: z.number().int().min(1), phase: z.enum(['start', 'update', 'end']).optional(), coalesced: z.number().int().min(2).optional(), event: EventSchema }),
   z.object({
     type: z.literal('snapshot'),
     conversationId: z.string(),
@@ -328,7 +342,11 @@ export const ServerMessageSchema = z.union([
   z.object({ type: z.literal('queue'), conversationId: z.string(), items: z.array(z.looseObject({ itemId: z.string(), text: z.string(), clientRequestId: z.string(), createdAt: z.number() })) }),
   z.object({ type: z.literal('conversations'), items: z.array(SummarySchema) }),
   z.object({ type: z.literal('mcp'), servers: z.array(z.object({ name: z.string(), state: z.enum(['connecting', 'connected', 'restarting', 'failed', 'stopped']), error: z.string().optional(), tools: z.array(z.string()), transport: z.string() })) }),
-  z.object({ type: z.literal('settings'), settings: z.record(z.string(), z.unknown()) }),
+  z.object({
+    type: z.literal('settings'),
+    settings: z.record(z.string(), z.unknown()),
+    warnings: z.array(z.object({ path: z.string(), message: z.string(), suggestion: z.string().optional() })).optional(),
+  }),
   z.object({ type: z.literal('reply'), id: z.string(), ok: z.literal(true), data: z.unknown().optional() }),
   z.object({ type: z.literal('reply'), id: z.string(), ok: z.literal(false), error: ErrorBody }),
 ]);

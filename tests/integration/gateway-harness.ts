@@ -231,6 +231,27 @@ export const sendTo = (conversationId: string, s: string, clientRequestId = `c-$
   item: { action: 'send', conversationId, text: s, clientRequestId },
 });
 
+/**
+ * The seqs stream messages stand for: a message that coalesced k deltas covers
+ * `seq - k + 1` … `seq` (wire.ts), every other one its own seq.
+ */
+export function coveredSeqs(ms: Array<{ seq: number; coalesced?: number }>): number[] {
+  return ms.flatMap((m) => (m.coalesced && m.coalesced > 1 ? Array.from({ length: m.coalesced }, (_, i) => m.seq - m.coalesced! + 1 + i) : [m.seq]));
+}
+
+/**
+ * What a stream message must equal, from the runtime's events by seq: the event itself, or for a
+ * coalesced delta the last delta of its run with the strings of all of them joined.
+ */
+export function expectedEvent(m: { seq: number; coalesced?: number }, bySeq: Map<number, LifecycleEvent>): LifecycleEvent | undefined {
+  const last = bySeq.get(m.seq);
+  if (!m.coalesced || m.coalesced < 2 || last?.type !== 'message_update') return last;
+  const parts = coveredSeqs([m]).map((s) => bySeq.get(s) as Extract<LifecycleEvent, { type: 'message_update' }>);
+  const d = last.delta;
+  const joined = parts.map((e) => (e.delta.kind === 'tool_input' ? e.delta.json : 'text' in e.delta ? e.delta.text : '')).join('');
+  return { ...last, delta: d.kind === 'tool_input' ? { ...d, json: joined } : { ...d, text: joined } } as LifecycleEvent;
+}
+
 /** Seqs are contiguous (no gap, no duplicate). */
 export function contiguous(seqs: number[]): boolean {
   return seqs.every((s, i) => i === 0 || s === seqs[i - 1]! + 1);

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Plugin } from '../../plugin-api.js';
-import { TestClient, boot, cleanup, contiguous, gate, sendTo, text } from './gateway-harness.js';
+import { TestClient, coveredSeqs, boot, cleanup, contiguous, gate, sendTo, text } from './gateway-harness.js';
 
 afterEach(cleanup);
 
@@ -16,16 +16,51 @@ describe('gateway streaming', () => {
     const stream = c.stream(sent.conversationId);
     const tokens = stream.filter((m) => m.type === 'token' && m.event.type === 'message_update' && m.event.delta.kind === 'text');
     expect(tokens.map((m) => (m.event.type === 'message_update' && m.event.delta.kind === 'text' ? m.event.delta.text : ''))).toEqual(['Hel', 'lo', ' there']);
-    expect(stream.map((m) => m.seq)).toEqual(stream.map((_, i) => i + 1));
+    expect(coveredSeqs(stream)).toEqual(coveredSeqs(stream).map((_, i) => i + 1));
     expect(stream.filter((m) => m.type === 'done' || m.type === 'error')).toHaveLength(1);
     expect(stream[0]!.event.type).toBe('agent_start');
 
     await c.ok(sendTo(sent.conversationId, 'more'));
     const done2 = await c.terminal(sent.conversationId, done.seq);
     const all = c.stream(sent.conversationId);
-    expect(contiguous(all.map((m) => m.seq))).toBe(true);
+    expect(contiguous(coveredSeqs(all))).toBe(true);
     expect(done2.seq).toBe(all.at(-1)!.seq);
     expect(all.filter((m) => m.type === 'done')).toHaveLength(2);
+    expect(c.invalid).toEqual([]);
+  });
+
+  it('a burst of deltas of one block within a tick goes out coalesced: fewer messages, the same text, every seq covered', async () => {
+    const pieces = Array.from({ length: 500 }, (_, i) => `p${i} `);
+    const burst: Plugin = {
+      name: 'burst-provider',
+      apply(ctx) {
+        ctx.registerProvider({
+          id: 'burst',
+          displayName: 'Burst',
+          defaultModel: 'b-1',
+          isConfigured: () => true,
+          async *stream() {
+            yield { type: 'block_start', index: 0, block: { type: 'text' } };
+            for (const p of pieces) yield { type: 'text_delta', index: 0, text: p };
+            yield { type: 'block_end', index: 0, block: { type: 'text', text: pieces.join('') } };
+            yield { type: 'done', stopReason: 'end' };
+          },
+        });
+      },
+    };
+    const b = await boot({ extra: [burst] });
+    const c = await TestClient.connect(b);
+    const sent = await c.ok<{ conversationId: string }>({ type: 'chat_queue', item: { action: 'send', text: 'go', provider: 'burst', mode: 'text', clientRequestId: 'burst-1' } });
+    await c.terminal(sent.conversationId);
+    const stream = c.stream(sent.conversationId);
+    const tokens = stream.filter((m) => m.type === 'token' && m.event.type === 'message_update' && m.event.delta.kind === 'text');
+    expect(tokens.length).toBeLessThan(pieces.length);
+    expect(tokens.some((m) => (m.coalesced ?? 1) > 1)).toBe(true);
+    expect(tokens.map((m) => (m.event.type === 'message_update' && m.event.delta.kind === 'text' ? m.event.delta.text : '')).join('')).toBe(pieces.join(''));
+    expect(tokens.reduce((n, m) => n + (m.coalesced ?? 1), 0)).toBe(pieces.length);
+    expect(coveredSeqs(stream)).toEqual(coveredSeqs(stream).map((_, i) => i + 1));
+    // The message's own seq and its event's are the last delta's.
+    for (const m of tokens) expect(m.event.seq).toBe(m.seq);
     expect(c.invalid).toEqual([]);
   });
 
