@@ -2,13 +2,17 @@
  * Edit: exact string replacement in a workspace file. Fails, leaving the file untouched, when
  * the string is missing or (without replace_all) not unique; the message says which and how to
  * fix the call.
+ *
+ * The file is read through a handle opened inside the parent folder the sandbox walker holds,
+ * and replaced by a temp file renamed in that same folder (see Write).
  */
-import { promises as fsp } from 'node:fs';
 import { z } from 'zod';
 import type { ToolContext, ToolDefinition, ToolResult } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
+import { FileIo } from '../tool-shared/abort.js';
 import { describeFsError, guarded, ToolFailure } from '../tool-shared/results.js';
-import { resolveSandboxPath } from '../tool-shared/sandbox.js';
+import { refuseTrailingSlash, resolveSandboxTarget } from '../tool-shared/sandbox.js';
+import { readAll, SandboxEntry } from '../tool-shared/sandbox-fs.js';
 import { description } from './description.js';
 
 export const EditArgsSchema = z.object({
@@ -44,17 +48,28 @@ function snippet(text: string, firstLine: number, spanLines: number): string {
 }
 
 async function editFile(args: EditArgs, ctx: ToolContext): Promise<ToolResult> {
-  const p = await resolveSandboxPath(args.file_path, { workdir: ctx.workdir, uploads: ctx.paths?.uploads, access: 'write' });
+  refuseTrailingSlash(args.file_path, 'Edit');
+  const { target: p, scope } = await resolveSandboxTarget(args.file_path, { workdir: ctx.workdir, uploads: ctx.paths?.uploads, access: 'write' });
   if (args.old_string === args.new_string) throw new ToolFailure('old_string and new_string are identical; there is nothing to change.');
+  const io = new FileIo(ctx.signal, `editing ${p.display}`);
+  // Read and replace through the same held parent folder; the whole body is raced against abort.
+  return io.run(
+    SandboxEntry.use(p, scope, io, { followLast: true }, (entry) => editEntry(entry, args, io)).catch((err: unknown) => {
+      if (err instanceof ToolFailure) throw err;
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new ToolFailure(`${p.display} does not exist. Use Write to create a file.`);
+      throw new ToolFailure(describeFsError(err, p.display));
+    }),
+  );
+}
+
+async function editEntry(entry: SandboxEntry, args: EditArgs, io: FileIo): Promise<ToolResult> {
+  const p = entry.p;
+  const { fh, stat } = await entry.openRead(`${p.display} is a folder; Edit needs a file.`);
   let text: string;
   try {
-    const stat = await fsp.stat(p.absolute);
-    if (stat.isDirectory()) throw new ToolFailure(`${p.display} is a folder; Edit needs a file.`);
-    text = await fsp.readFile(p.absolute, 'utf8');
-  } catch (err) {
-    if (err instanceof ToolFailure) throw err;
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new ToolFailure(`${p.display} does not exist. Use Write to create a file.`);
-    throw new ToolFailure(describeFsError(err, p.display));
+    text = (await readAll(fh, Number.MAX_SAFE_INTEGER, io, stat.size)).toString('utf8');
+  } finally {
+    await fh.close().catch(() => {});
   }
 
   let oldS = args.old_string;
@@ -82,11 +97,7 @@ async function editFile(args: EditArgs, ctx: ToolContext): Promise<ToolResult> {
   }
   // split/join, not String.replace: "$&" and friends in new_string must stay literal.
   const next = args.replace_all ? text.split(oldS).join(newS) : text.slice(0, at[0]!) + newS + text.slice(at[0]! + oldS.length);
-  try {
-    await fsp.writeFile(p.absolute, next, 'utf8');
-  } catch (err) {
-    throw new ToolFailure(describeFsError(err, p.display));
-  }
+  await entry.replace(Buffer.from(next, 'utf8'), stat.mode);
   const count = args.replace_all ? at.length : 1;
   const firstLine = lineOf(next, at[0]!);
   const span = newS.split('\n').length;

@@ -1,14 +1,16 @@
 /**
  * Image: load an image file as image content, for the model (the bytes) and the preview (the
- * path). Sandboxed like Read.
+ * path). Sandboxed like Read: the bytes come from the handle the sandbox walker opened and
+ * checked, and are validated as an image before they reach the model.
  */
-import { promises as fsp } from 'node:fs';
 import { z } from 'zod';
 import type { ToolContext, ToolDefinition, ToolResult } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
+import { FileIo } from '../tool-shared/abort.js';
 import { loadImage } from '../tool-shared/image.js';
 import { describeFsError, guarded, ToolFailure } from '../tool-shared/results.js';
-import { resolveSandboxPath } from '../tool-shared/sandbox.js';
+import { resolveSandboxTarget } from '../tool-shared/sandbox.js';
+import { SandboxEntry } from '../tool-shared/sandbox-fs.js';
 import { sectionSchema, toolSettings } from '../tool-shared/settings.js';
 import { description } from './description.js';
 
@@ -19,13 +21,22 @@ export type ImageArgs = z.output<typeof ImageArgsSchema>;
 
 async function loadImageFile(args: ImageArgs, ctx: ToolContext): Promise<ToolResult> {
   const { maxBytes } = toolSettings(ctx.settings, 'image');
-  const p = await resolveSandboxPath(args.file_path, { workdir: ctx.workdir, uploads: ctx.paths?.uploads, access: 'read' });
-  const stat = await fsp.stat(p.absolute).catch((err) => {
-    throw new ToolFailure(describeFsError(err, p.display));
-  });
-  if (!stat.isFile()) throw new ToolFailure(`${p.display} is not a file.`);
-  const img = await loadImage(p, maxBytes, undefined);
-  return { content: img.content, details: img.details };
+  const { target: p, scope } = await resolveSandboxTarget(args.file_path, { workdir: ctx.workdir, uploads: ctx.paths?.uploads, access: 'read' });
+  const io = new FileIo(ctx.signal, `loading ${p.display}`);
+  return io.run(
+    SandboxEntry.use(p, scope, io, { followLast: true }, async (entry) => {
+      const { fh, stat } = await entry.openRead(`${p.display} is a folder, not an image file.`);
+      try {
+        const img = await loadImage(p, fh, stat.size, maxBytes, io);
+        return { content: img.content, details: img.details };
+      } finally {
+        await fh.close().catch(() => {});
+      }
+    }).catch((err: unknown) => {
+      if (err instanceof ToolFailure) throw err;
+      throw new ToolFailure(describeFsError(err, p.display));
+    }),
+  );
 }
 
 export function createImageTool(): ToolDefinition<ImageArgs> {

@@ -1,15 +1,18 @@
 /**
  * Read: a text file with line numbers, paged by lines; an image file as image content. Sandboxed
- * to the workspace and the (read-only) uploads folder.
+ * to the workspace and the (read-only) uploads folder. Only regular files are read, through the
+ * handle the sandbox walker opened (O_NOFOLLOW, O_NONBLOCK) and checked with fstat.
  */
-import { promises as fsp } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import { z } from 'zod';
 import type { ToolContext, ToolDefinition, ToolResult } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
+import { FileIo } from '../tool-shared/abort.js';
 import { loadImage, sniffImage } from '../tool-shared/image.js';
 import { describeFsError, guarded, ToolFailure } from '../tool-shared/results.js';
-import { resolveSandboxPath } from '../tool-shared/sandbox.js';
-import { sectionSchema, toolSettings } from '../tool-shared/settings.js';
+import { resolveSandboxTarget, type SandboxTarget } from '../tool-shared/sandbox.js';
+import { SandboxEntry } from '../tool-shared/sandbox-fs.js';
+import { sectionSchema, toolSettings, type ReadSettings } from '../tool-shared/settings.js';
 import { description } from './description.js';
 import { readLinePage } from './read-lines.js';
 
@@ -24,35 +27,41 @@ const SNIFF_BYTES = 8192;
 
 async function readFile(args: ReadArgs, ctx: ToolContext): Promise<ToolResult> {
   const settings = toolSettings(ctx.settings, 'read');
-  const p = await resolveSandboxPath(args.file_path, { workdir: ctx.workdir, uploads: ctx.paths?.uploads, access: 'read' });
-  const stat = await fsp.stat(p.absolute).catch((err) => {
-    throw new ToolFailure(describeFsError(err, p.display));
-  });
-  if (stat.isDirectory()) throw new ToolFailure(`${p.display} is a folder, not a file. List it with Bash (e.g. \`ls ${p.display}\`).`);
-  if (!stat.isFile()) throw new ToolFailure(`${p.display} is not a regular file.`);
+  const imageMax = toolSettings(ctx.settings, 'image').maxBytes;
+  const { target: p, scope } = await resolveSandboxTarget(args.file_path, { workdir: ctx.workdir, uploads: ctx.paths?.uploads, access: 'read' });
+  const io = new FileIo(ctx.signal, `reading ${p.display}`);
+  // Everything is read through the handle the walker opened and checked; the body is raced against abort.
+  return io.run(
+    SandboxEntry.use(p, scope, io, { followLast: true }, async (entry) => {
+      const { fh, stat } = await entry.openRead(`${p.display} is a folder, not a file. List it with Bash (e.g. \`ls ${p.display}\`).`);
+      try {
+        return await readOpened(p, fh, stat.size, settings, imageMax, args, io);
+      } finally {
+        await fh.close().catch(() => {});
+      }
+    }).catch((err: unknown) => {
+      if (err instanceof ToolFailure) throw err;
+      throw new ToolFailure(describeFsError(err, p.display));
+    }),
+  );
+}
 
-  const head = Buffer.alloc(Math.min(SNIFF_BYTES, stat.size));
-  if (head.length) {
-    const fh = await fsp.open(p.absolute, 'r');
-    try {
-      await fh.read(head, 0, head.length, 0);
-    } finally {
-      await fh.close();
-    }
-  }
+async function readOpened(p: SandboxTarget, fh: FileHandle, size: number, settings: ReadSettings, imageMax: number, args: ReadArgs, io: FileIo): Promise<ToolResult> {
+  const head = Buffer.alloc(Math.min(SNIFF_BYTES, size));
+  if (head.length) await fh.read(head, 0, head.length, 0);
   const mime = sniffImage(head.subarray(0, 12));
   if (mime) {
-    const img = await loadImage(p, toolSettings(ctx.settings, 'image').maxBytes, { mime, size: stat.size });
+    const img = await loadImage(p, fh, size, imageMax, io);
     return { content: img.content, details: img.details };
   }
-  if (head.includes(0)) throw new ToolFailure(`${p.display} looks like a binary file (${stat.size} bytes); Read shows text and images only.`);
+  if (head.includes(0)) throw new ToolFailure(`${p.display} looks like a binary file (${size} bytes); Read shows text and images only.`);
 
   const offset = args.offset ?? 1;
   const limit = args.limit ?? settings.maxLines;
-  const base = { path: p.display, bytes: stat.size };
-  if (stat.size === 0) return { content: [{ type: 'text', text: `(${p.display} is empty)` }], details: { ...base, startLine: 0, endLine: 0, totalLines: 0, hasMore: false } };
+  const base = { path: p.display, bytes: size };
+  if (size === 0) return { content: [{ type: 'text', text: `(${p.display} is empty)` }], details: { ...base, startLine: 0, endLine: 0, totalLines: 0, hasMore: false } };
 
-  const page = await readLinePage(p.absolute, { offset, limit, maxLineLength: settings.maxLineLength, maxBytes: settings.maxBytes });
+  const page = await readLinePage(fh, { offset, limit, maxLineLength: settings.maxLineLength, maxBytes: settings.maxBytes }, io);
   if (page.lines.length === 0) {
     throw new ToolFailure(`${p.display} has ${page.totalLines ?? 'fewer'} lines; offset ${offset} is past the end.`);
   }

@@ -1,9 +1,11 @@
 /**
  * Page through a text file by lines without loading it whole: the stream stops once the page
  * is full, and an overlong line is captured only up to the cut, so a multi-gigabyte log or a
- * one-line minified bundle costs no more memory than the page shown.
+ * one-line minified bundle costs no more memory than the page shown. It reads the handle the
+ * sandbox opened and checked, never the path again, and checks abort between chunks.
  */
-import fs from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import type { FileIo } from '../tool-shared/abort.js';
 
 export interface PagedLine {
   n: number;
@@ -29,7 +31,9 @@ export interface PageOptions {
   maxBytes: number;
 }
 
-export async function readLinePage(file: string, o: PageOptions): Promise<LinePage> {
+const CHUNK = 64 * 1024;
+
+export async function readLinePage(fh: FileHandle, o: PageOptions, io: FileIo): Promise<LinePage> {
   const capBytes = o.maxLineLength * 4; // enough bytes for maxLineLength characters of UTF-8
   const lines: PagedLine[] = [];
   let lineNo = 1;
@@ -66,35 +70,37 @@ export async function readLinePage(file: string, o: PageOptions): Promise<LinePa
     return false;
   };
 
-  const stream = fs.createReadStream(file, { highWaterMark: 64 * 1024 });
-  try {
-    outer: for await (const chunk of stream as AsyncIterable<Buffer>) {
-      let start = 0;
-      while (start < chunk.length) {
-        const nl = chunk.indexOf(10, start);
-        const end = nl < 0 ? chunk.length : nl;
-        if (end > start) {
-          pending = true;
-          if (lineNo >= o.offset) {
-            const room = capBytes - partLen;
-            if (room > 0) {
-              const piece = chunk.subarray(start, Math.min(end, start + room));
-              parts.push(piece);
-              partLen += piece.length;
-            }
-            if (end - start > Math.max(0, room)) overflow = true;
+  outer: for (let position = 0; ; ) {
+    io.check();
+    // A fresh buffer per read: the line parts keep slices of the previous one.
+    const buf = Buffer.allocUnsafe(CHUNK);
+    const { bytesRead } = await fh.read(buf, 0, CHUNK, position);
+    if (bytesRead === 0) break;
+    position += bytesRead;
+    const chunk = buf.subarray(0, bytesRead);
+    let start = 0;
+    while (start < chunk.length) {
+      const nl = chunk.indexOf(10, start);
+      const end = nl < 0 ? chunk.length : nl;
+      if (end > start) {
+        pending = true;
+        if (lineNo >= o.offset) {
+          const room = capBytes - partLen;
+          if (room > 0) {
+            const piece = chunk.subarray(start, Math.min(end, start + room));
+            parts.push(piece);
+            partLen += piece.length;
           }
+          if (end - start > Math.max(0, room)) overflow = true;
         }
-        if (nl < 0) break;
-        if (closeLine()) {
-          stopped = true;
-          break outer;
-        }
-        start = nl + 1;
       }
+      if (nl < 0) break;
+      if (closeLine()) {
+        stopped = true;
+        break outer;
+      }
+      start = nl + 1;
     }
-  } finally {
-    stream.destroy();
   }
   if (!stopped && pending) stopped = closeLine();
   return stopped ? { lines, hasMore } : { lines, hasMore, totalLines: lineNo - 1 };

@@ -3,10 +3,13 @@
  * limited to the formats every provider accepts, with the dimensions read from the header so
  * the UI can size the preview before decoding.
  */
-import { promises as fsp } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import type { ImageBlock, JsonObject, TextBlock } from '../../plugin-api.js';
+import type { FileIo } from './abort.js';
+import { validateImage } from './image-validate.js';
 import { formatBytes, ToolFailure } from './results.js';
-import type { SandboxPath } from './sandbox.js';
+import type { SandboxTarget } from './sandbox.js';
+import { readAll } from './sandbox-fs.js';
 
 export type ImageMime = 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp';
 
@@ -21,7 +24,10 @@ export function sniffImage(head: Uint8Array): ImageMime | undefined {
   return undefined;
 }
 
-/** Width and height from the header, when the format is one we can read cheaply. */
+/**
+ * Width and height from the header alone, when the format is one we can read cheaply. It does
+ * not check the rest of the file: {@link validateImage} does, before an image is loaded.
+ */
 export function imageSize(buf: Buffer, mime: ImageMime): { width: number; height: number } | undefined {
   try {
     switch (mime) {
@@ -64,25 +70,31 @@ export interface LoadedImage {
   details: JsonObject;
 }
 
+const FORMAT: Record<ImageMime, string> = { 'image/png': 'PNG', 'image/jpeg': 'JPEG', 'image/gif': 'GIF', 'image/webp': 'WebP' };
+
 /**
- * Load an image the sandbox admitted. The image block carries the bytes for the model and the
- * absolute path for the preview (the path survives when context policy drops old bytes).
+ * Load an image from a handle the sandbox opened and checked (a regular file). The bytes are
+ * read through that handle, so they are the bytes of the file that was checked; the image is
+ * validated (complete header, readable dimensions, intact end) before it goes to the model.
+ * The image block carries the bytes for the model and the absolute path for the preview (the
+ * path survives when context policy drops old bytes).
  */
-export async function loadImage(p: SandboxPath, maxBytes: number, known?: { mime: ImageMime; size: number }): Promise<LoadedImage> {
-  const size = known?.size ?? (await fsp.stat(p.absolute)).size;
-  if (size > maxBytes) {
-    throw new ToolFailure(`${p.display} is ${formatBytes(size)}, more than the ${formatBytes(maxBytes)} an image may have (tools.image.maxBytes).`);
-  }
-  const buf = await fsp.readFile(p.absolute);
-  const mime = known?.mime ?? sniffImage(buf.subarray(0, 12));
+export async function loadImage(p: SandboxTarget, fh: FileHandle, size: number, maxBytes: number, io: FileIo): Promise<LoadedImage> {
+  const tooBig = (n: number) => new ToolFailure(`${p.display} is ${formatBytes(n)}, more than the ${formatBytes(maxBytes)} an image may have (tools.image.maxBytes).`);
+  if (size > maxBytes) throw tooBig(size);
+  const buf = await readAll(fh, maxBytes, io, size);
+  if (buf.length > maxBytes) throw tooBig(buf.length);
+  const mime = sniffImage(buf.subarray(0, 12));
   if (!mime) throw new ToolFailure(`${p.display} is not a PNG, JPEG, GIF or WebP image.`);
-  const dims = imageSize(buf, mime);
-  const summary = `Image ${p.display} (${mime}${dims ? `, ${dims.width}x${dims.height}` : ''}, ${formatBytes(buf.length)})`;
+  const check = validateImage(buf, mime);
+  if (!check.ok) throw new ToolFailure(`${p.display} is not a valid ${FORMAT[mime]} image: ${check.reason}.`, { path: p.display, mimeType: mime });
+  const dims = { width: check.width, height: check.height };
+  const summary = `Image ${p.display} (${mime}, ${dims.width}x${dims.height}, ${formatBytes(buf.length)})`;
   return {
     content: [
       { type: 'text', text: summary },
       { type: 'image', mimeType: mime, data: buf.toString('base64'), path: p.absolute },
     ],
-    details: { kind: 'image', path: p.display, absolutePath: p.absolute, mimeType: mime, bytes: buf.length, ...(dims ?? {}) },
+    details: { kind: 'image', path: p.display, absolutePath: p.absolute, mimeType: mime, bytes: buf.length, ...dims },
   };
 }

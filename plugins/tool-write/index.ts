@@ -1,14 +1,19 @@
 /**
  * Write: create or overwrite a file inside the workspace, creating parent folders. Reports the
  * file to the edited-files ledger on success.
+ *
+ * The file is replaced atomically (a temp file renamed over it, in the parent folder the
+ * sandbox walker holds open), so an abort or a failure leaves the old content whole, and a
+ * folder swapped for a link mid-call cannot redirect the write. Replacing also means a hard
+ * link to the file keeps the old content: the workspace entry gets a new file.
  */
-import { promises as fsp } from 'node:fs';
-import path from 'node:path';
 import { z } from 'zod';
 import type { ToolContext, ToolDefinition, ToolResult } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
+import { FileIo } from '../tool-shared/abort.js';
 import { describeFsError, formatBytes, guarded, ToolFailure } from '../tool-shared/results.js';
-import { resolveSandboxPath } from '../tool-shared/sandbox.js';
+import { refuseTrailingSlash, resolveSandboxTarget } from '../tool-shared/sandbox.js';
+import { refuseSpecial, SandboxEntry } from '../tool-shared/sandbox-fs.js';
 import { description } from './description.js';
 
 export const WriteArgsSchema = z.object({
@@ -18,17 +23,24 @@ export const WriteArgsSchema = z.object({
 export type WriteArgs = z.output<typeof WriteArgsSchema>;
 
 async function writeFile(args: WriteArgs, ctx: ToolContext): Promise<ToolResult> {
-  const p = await resolveSandboxPath(args.file_path, { workdir: ctx.workdir, uploads: ctx.paths?.uploads, access: 'write' });
-  const before = await fsp.stat(p.absolute).catch(() => undefined);
-  if (before?.isDirectory()) throw new ToolFailure(`${p.display} is a folder; Write needs a file path.`);
-  try {
-    // Create parents at the real location: the sandbox checked where they land.
-    await fsp.mkdir(path.dirname(p.real), { recursive: true });
-    await fsp.writeFile(p.absolute, args.content, 'utf8');
-  } catch (err) {
-    throw new ToolFailure(describeFsError(err, p.display));
-  }
-  const bytes = Buffer.byteLength(args.content, 'utf8');
+  refuseTrailingSlash(args.file_path, 'Write');
+  const { target: p, scope } = await resolveSandboxTarget(args.file_path, { workdir: ctx.workdir, uploads: ctx.paths?.uploads, access: 'write' });
+  const io = new FileIo(ctx.signal, `writing ${p.display}`);
+  const data = Buffer.from(args.content, 'utf8');
+  // The whole body is raced against abort; it finishes (and cleans up) in the background.
+  const before = await io.run(
+    SandboxEntry.use(p, scope, io, { create: true, followLast: true }, async (entry) => {
+      const st = entry.stat;
+      if (st?.isDirectory()) throw new ToolFailure(`${p.display} is a folder; Write needs a file path.`);
+      if (st) refuseSpecial(st, p.display);
+      await entry.replace(data, st?.mode);
+      return st;
+    }).catch((err: unknown) => {
+      if (err instanceof ToolFailure) throw err;
+      throw new ToolFailure(describeFsError(err, p.display));
+    }),
+  );
+  const bytes = data.length;
   const lines = args.content === '' ? 0 : args.content.split('\n').length - (args.content.endsWith('\n') ? 1 : 0);
   const verb = before ? 'Overwrote' : 'Created';
   return {
