@@ -109,13 +109,16 @@ export function isHostAllowed(hostHeader: string | undefined, bindHost: string |
   return allowedHosts.includes('*') || isLocalName(host) || bindNames(bindHost).has(host) || allowedHosts.some((h) => hostnameOf(h) === host);
 }
 
-export type AccessDecision = { ok: true } | { ok: false; status: 401 | 403; reason: string };
+/** Why a connection was refused, for the aggregated log. */
+export type RefusalKind = 'host' | 'origin' | 'token';
+
+export type AccessDecision = { ok: true } | { ok: false; status: 401 | 403; reason: string; kind: RefusalKind };
 
 /** Decide an upgrade request. Host and Origin first (403), then the token (401). */
 export function checkAccess(req: IncomingMessage, policy: AccessPolicy): AccessDecision {
   const hostHeader = req.headers.host;
-  if (!hostHeader) return { ok: false, status: 403, reason: 'missing Host header' };
-  if (!isHostAllowed(hostHeader, policy.bindHost, policy.allowedHosts)) return { ok: false, status: 403, reason: 'Host not allowed' };
+  if (!hostHeader) return { ok: false, status: 403, reason: 'missing Host header', kind: 'host' };
+  if (!isHostAllowed(hostHeader, policy.bindHost, policy.allowedHosts)) return { ok: false, status: 403, reason: 'Host not allowed', kind: 'host' };
 
   const origin = req.headers.origin;
   // Non-browser clients send no Origin; browsers always do on a WebSocket upgrade.
@@ -131,11 +134,11 @@ export function checkAccess(req: IncomingMessage, policy: AccessPolicy): AccessD
         ok = false;
       }
     }
-    if (!ok) return { ok: false, status: 403, reason: 'Origin not allowed' };
+    if (!ok) return { ok: false, status: 403, reason: 'Origin not allowed', kind: 'origin' };
   }
 
   const given = tokenFromRequest(req);
-  if (!given || !tokensEqual(given, policy.token)) return { ok: false, status: 401, reason: 'missing or wrong token' };
+  if (!given || !tokensEqual(given, policy.token)) return { ok: false, status: 401, reason: 'missing or wrong token', kind: 'token' };
   return { ok: true };
 }
 
@@ -149,4 +152,80 @@ export function refuse(socket: Duplex, status: number, reason: string): void {
   // end() so the response is flushed before the socket goes.
   socket.once('finish', () => socket.destroy());
   socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+}
+
+const KIND_LABEL: Record<RefusalKind, string> = { token: 'bad token', origin: 'origin', host: 'host' };
+/** Distinct addresses counted per summary; past it the count reads "1000+" (memory stays bounded under a flood). */
+const MAX_ADDRESSES = 1000;
+
+/** The default gap between two summary lines of refused connections. */
+export const DEFAULT_REFUSAL_LOG_INTERVAL_MS = 60_000;
+
+function seconds(ms: number): string {
+  return ms < 10_000 ? `${(ms / 1000).toFixed(1).replace(/\.0$/, '')} s` : `${Math.round(ms / 1000)} s`;
+}
+
+/**
+ * The log of refused connections, rate-limited: a scanner or a page with a stale token can try
+ * thousands of times a minute, and one warning each would drown the log (and fill the disk).
+ * The first refusal after a quiet interval is logged in full; the ones after it are counted by
+ * kind and address, and at most one summary line per interval says how many there were. An
+ * interval without refusals ends the burst, so the next one is logged in full again.
+ */
+export class RefusalLog {
+  private burst: { since: number; total: number; kinds: Map<RefusalKind, number>; addresses: Set<string> } | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly warn: (line: string) => void,
+    /** Read at each interval, so a change applies to the next one. */
+    private readonly intervalMs: () => number = () => DEFAULT_REFUSAL_LOG_INTERVAL_MS,
+  ) {}
+
+  /** One refused connection. `remote` is the peer address (never the URL or headers: they may carry the token). */
+  record(kind: RefusalKind, reason: string, remote: string | undefined): void {
+    if (!this.burst) {
+      this.warn(`refused a gateway connection from ${remote ?? 'unknown'}: ${reason}`);
+      this.burst = { since: Date.now(), total: 0, kinds: new Map(), addresses: new Set() };
+      this.arm();
+      return;
+    }
+    const b = this.burst;
+    b.total++;
+    b.kinds.set(kind, (b.kinds.get(kind) ?? 0) + 1);
+    if (b.addresses.size < MAX_ADDRESSES) b.addresses.add(remote ?? 'unknown');
+  }
+
+  /** Write the pending summary, if any, and stop the timer (the gateway is closing). */
+  close(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.flush();
+    this.burst = undefined;
+  }
+
+  private arm(): void {
+    this.timer = setTimeout(() => this.tick(), Math.max(1, this.intervalMs()));
+    this.timer.unref();
+  }
+
+  private tick(): void {
+    this.timer = undefined;
+    if (!this.flush()) {
+      this.burst = undefined;
+      return;
+    }
+    this.arm();
+  }
+
+  /** Log the counted refusals and start a new count; false when there were none. */
+  private flush(): boolean {
+    const b = this.burst;
+    if (!b || b.total === 0) return false;
+    const kinds = [...b.kinds].sort((x, y) => y[1] - x[1]).map(([k, n]) => `${KIND_LABEL[k]}: ${n}`).join(', ');
+    const from = b.addresses.size >= MAX_ADDRESSES ? `${MAX_ADDRESSES}+ addresses` : b.addresses.size === 1 ? `1 address` : `${b.addresses.size} addresses`;
+    this.warn(`refused ${b.total} more gateway connection${b.total === 1 ? '' : 's'} in the last ${seconds(Date.now() - b.since)} (${kinds}; from ${from})`);
+    this.burst = { since: Date.now(), total: 0, kinds: new Map(), addresses: new Set() };
+    return true;
+  }
 }

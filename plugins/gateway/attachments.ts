@@ -2,6 +2,13 @@
  * A sent message (text + attachments) becomes the user message's content blocks: images become
  * image blocks (base64), text files a text block carrying the file name and content. Anything
  * else is refused with a message naming the file.
+ *
+ * The `<file name="…">` wrapper is the only thing telling the model where a file starts and
+ * ends, and both the name and the content come from the user (or whoever sent them the file).
+ * The name is XML-attribute-escaped in full (`& < > " '`, control characters, newlines and
+ * bidirectional overrides as character references), so it can neither close the tag nor fake a
+ * line; in the content only a closing `</file` is neutralized (as `&lt;/file`), so code keeps its
+ * `<` and `&` and reads as written while no file can end the wrapper early.
  */
 import type { ContentBlock } from '../../plugin-api.js';
 import type { Attachment } from './protocol.js';
@@ -11,6 +18,25 @@ const TEXT_TYPES = /^(text\/|application\/(json|xml|javascript|typescript|x-yaml
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 export class AttachmentError extends Error {}
+
+// C0 controls (newlines included), DEL, C1 controls, line/paragraph separators, bidi controls.
+const UNSAFE_IN_ATTRIBUTE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' };
+
+/** A value safe inside a double-quoted XML attribute, on one line. */
+export function escapeAttribute(value: string): string {
+  return value.replace(/[&<>"']/g, (c) => ENTITIES[c]!).replace(UNSAFE_IN_ATTRIBUTE, (c) => `&#x${c.charCodeAt(0).toString(16).toUpperCase()};`);
+}
+
+/** `text` with every closing `</tag` (any case, spaces allowed after `<` and `/`) made inert. */
+export function neutralizeClosingTag(text: string, tag: string): string {
+  return text.replace(new RegExp(`<(\\s*/\\s*${tag})(?![\\w-])`, 'gi'), '&lt;$1');
+}
+
+/** The wrapper the model sees around an attached text file. */
+export function fileWrapper(name: string, content: string): string {
+  return `<file name="${escapeAttribute(name)}">\n${neutralizeClosingTag(content, 'file')}\n</file>`;
+}
 
 export function toInputBlocks(text: string, attachments: Attachment[] = []): ContentBlock[] {
   const blocks: ContentBlock[] = [];
@@ -38,5 +64,5 @@ function toBlock(a: Attachment): ContentBlock {
     throw new AttachmentError(`attachment "${a.name}": ${mime} is not a text file or a supported image`);
   }
   if (content.includes('\0')) throw new AttachmentError(`attachment "${a.name}": the file contains binary data`);
-  return { type: 'text', text: `<file name="${a.name.replace(/"/g, "'")}">\n${content}\n</file>` };
+  return { type: 'text', text: fileWrapper(a.name, content) };
 }

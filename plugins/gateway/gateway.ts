@@ -9,7 +9,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, WebSocketServer } from 'ws';
 import type { Disposable, LifecycleEvent, Logger, ModelInfo, PluginContext, Settings } from '../../plugin-api.js';
-import { APP_PROTOCOL, TOKEN_PROTOCOL_PREFIX, checkAccess, refuse } from './access.js';
+import { APP_PROTOCOL, DEFAULT_REFUSAL_LOG_INTERVAL_MS, RefusalLog, TOKEN_PROTOCOL_PREFIX, checkAccess, refuse } from './access.js';
 import type { ModelCatalog } from '../model-catalog/index.js';
 import { ChatRuns, LaterReply, ReplyError } from './chat-runs.js';
 import { GatewayClient } from './client.js';
@@ -25,6 +25,8 @@ export interface AttachOptions {
   path?: string;
   /** The address the server listens on (its own names pass the Host check). */
   bindHost?: string;
+  /** Refused connections are logged in full once, then summarized at most once per this many ms (default 60 s). */
+  refusalLogIntervalMs?: number;
 }
 
 /** What the gateway plugin provides as the `gateway` service (hosts attach it to their server). */
@@ -66,9 +68,11 @@ export class Gateway implements GatewayService {
   private peakHeld = 0;
   private closed = false;
   private mcpWatched = false;
+  private readonly refusals: RefusalLog;
 
   constructor(private readonly ctx: GatewayContext) {
     this.logger = ctx.logger;
+    this.refusals = new RefusalLog((line) => this.logger.warn(line), () => this.options?.refusalLogIntervalMs ?? DEFAULT_REFUSAL_LOG_INTERVAL_MS);
     const parsed = parseGatewaySettings(ctx.settings.get().gateway);
     if (!parsed.ok) throw new Error(parsed.error);
     this.config = parsed.settings;
@@ -134,8 +138,8 @@ export class Gateway implements GatewayService {
     if (pathname !== opts.path) return refuse(socket, 404, 'not found');
     const decision = checkAccess(req, { token: opts.token, ...(opts.bindHost ? { bindHost: opts.bindHost } : {}), allowedOrigins: this.config.allowedOrigins, allowedHosts: this.config.allowedHosts });
     if (!decision.ok) {
-      // Never log the URL or headers: they may carry the token.
-      this.logger.warn(`refused a gateway connection from ${req.socket.remoteAddress ?? 'unknown'}: ${decision.reason}`);
+      // Never log the URL or headers: they may carry the token. Rate-limited: see RefusalLog.
+      this.refusals.record(decision.kind, decision.reason, req.socket.remoteAddress);
       return refuse(socket, decision.status, decision.reason);
     }
     (this.wss.options as { maxPayload?: number }).maxPayload = this.config.maxPayloadBytes;
@@ -203,6 +207,7 @@ export class Gateway implements GatewayService {
     this.closed = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
     if (this.listTimer) clearTimeout(this.listTimer);
+    this.refusals.close();
     this.fanout.flushAll(); // the runs' last events (agent_end) go out before the sockets close
     const clients = [...this.fanout.clients];
     await Promise.all(

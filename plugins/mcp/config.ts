@@ -89,6 +89,18 @@ export const McpOptionsSchema = z
      * Later requests never wait; 0 turns the wait off.
      */
     firstRequestWaitMs: z.number().int().min(0).default(10_000),
+    /**
+     * UTF-8 bytes of text one tool result keeps (its head and its tail, with a marker where the
+     * middle was left out). About 25k tokens: a result goes into every later request.
+     */
+    maxResultBytes: z.number().int().min(1024).default(100_000),
+    /** Decoded bytes of one image in a result; a larger one becomes a text note (3.75 MB is 5 MB of base64, Anthropic's limit). */
+    maxImageBytes: z.number().int().min(1024).default(3_750_000),
+    /**
+     * Longest reply a stdio server may send in one message (the SDK's read buffer, 10 MiB by
+     * default). A longer one resets the connection; the call fails saying so and the server restarts.
+     */
+    maxReplyBytes: z.number().int().min(64 * 1024).default(10 * 1024 * 1024),
   })
   .strict();
 

@@ -3,6 +3,7 @@
  * MCP content kinds become text that says what they were, so nothing is silently dropped.
  */
 import type { JsonObject, ToolResult, ToolResultContent } from '../../plugin-api.js';
+import { base64Bytes } from './result-limits.js';
 
 /** The parts of an MCP CallToolResult we read (the SDK's type is wider). */
 export interface McpCallResult {
@@ -19,9 +20,14 @@ function str(v: unknown): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }
 
-/** Approximate decoded size of base64 text, for placeholders. */
-function base64Bytes(data: string): number {
-  return Math.floor((data.length * 3) / 4) - (data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0);
+/**
+ * A server-given name, URI or type inside one of our `[...]` markers: on one line and short, so
+ * it cannot end the marker and fake a line of its own (the bodies are the tool's output, as is).
+ */
+function field(v: unknown): string | undefined {
+  if (typeof v !== 'string') return undefined;
+  const one = v.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ');
+  return one.length > 500 ? `${one.slice(0, 500)}…` : one;
 }
 
 function mapBlock(b: McpBlock): ToolResultContent {
@@ -33,21 +39,22 @@ function mapBlock(b: McpBlock): ToolResultContent {
       return { type: 'text', text: '[image without data]' };
     case 'audio': {
       const size = typeof b.data === 'string' ? `, ${base64Bytes(b.data)} bytes` : '';
-      return { type: 'text', text: `[audio: ${str(b.mimeType) ?? 'unknown type'}${size}; audio is not shown to the model]` };
+      return { type: 'text', text: `[audio: ${field(b.mimeType) ?? 'unknown type'}${size}; audio is not shown to the model]` };
     }
     case 'resource': {
       const r = (b.resource ?? {}) as Record<string, unknown>;
-      const uri = str(r.uri) ?? '(no uri)';
+      const uri = field(r.uri) ?? '(no uri)';
       if (typeof r.text === 'string') return { type: 'text', text: `[resource: ${uri}]\n${r.text}` };
-      const mime = str(r.mimeType);
+      const mime = field(r.mimeType);
       if (typeof r.blob === 'string' && mime?.startsWith('image/')) return { type: 'image', mimeType: mime, data: r.blob };
       const size = typeof r.blob === 'string' ? `, ${base64Bytes(r.blob)} bytes` : '';
       return { type: 'text', text: `[resource: ${uri} (${mime ?? 'binary'}${size})]` };
     }
     case 'resource_link': {
-      const name = str(b.title) ?? str(b.name);
+      const name = field(b.title) ?? field(b.name);
       const desc = str(b.description);
-      return { type: 'text', text: `[resource link: ${name ? `${name} ` : ''}<${str(b.uri) ?? '(no uri)'}>${str(b.mimeType) ? ` (${b.mimeType})` : ''}]${desc ? `\n${desc}` : ''}` };
+      const mime = field(b.mimeType);
+      return { type: 'text', text: `[resource link: ${name ? `${name} ` : ''}<${field(b.uri) ?? '(no uri)'}>${mime ? ` (${mime})` : ''}]${desc ? `\n${desc}` : ''}` };
     }
     default:
       return { type: 'text', text: JSON.stringify(b) };

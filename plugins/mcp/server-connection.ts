@@ -12,6 +12,8 @@ import type { Disposable, JsonObject, Logger, SchemaLike, ToolContext, ToolDefin
 import type { McpOptions, ServerConfig } from './config.js';
 import { mapCallResult } from './content.js';
 import { toolNames } from './names.js';
+import { terminate, waitForExit } from './process.js';
+import { capResult, formatBytes } from './result-limits.js';
 import { loadSdk, type McpClient, type McpSdk, type McpTransport } from './sdk.js';
 import type { McpServerInfo, McpServerState, McpTransportKind } from './service.js';
 
@@ -45,6 +47,9 @@ const ANY_OBJECT: SchemaLike<JsonObject> = {
 
 const STDERR_TAIL_CHARS = 2000;
 
+/** What the SDK's stdio ReadBuffer throws (through `onerror`) before it closes the transport. */
+const OVERSIZED_REPLY = /ReadBuffer exceeded maximum size of (\d+) bytes/;
+
 function message(err: unknown): string {
   let text = err instanceof Error ? err.message : String(err);
   // fetch hides the useful part ("connect ECONNREFUSED ...") in its cause.
@@ -60,29 +65,6 @@ function normalizeSchema(schema: unknown): JsonObject {
   out.type ??= 'object';
   if (out.type === 'object' && out.properties === undefined) out.properties = {};
   return out;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-function terminate(pid: number): void {
-  try {
-    process.kill(pid, 'SIGTERM');
-  } catch {
-    /* already gone */
-  }
-}
-
-/** The SDK's close escalates to SIGKILL itself; wait (never signal: the pid may be reused) until the pid is gone. */
-async function waitForExit(pid: number, ms: number): Promise<void> {
-  const until = Date.now() + ms;
-  while (isAlive(pid) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
 }
 
 export class ServerConnection {
@@ -107,6 +89,8 @@ export class ServerConnection {
   private refreshing: Promise<void> = Promise.resolve();
   private probing = false;
   private stderrTail = '';
+  /** Set when the connection of generation `gen` was reset by a reply over the read buffer. */
+  private oversized: { gen: number; limit: number } | undefined;
 
   constructor(
     readonly name: string,
@@ -223,6 +207,7 @@ export class ServerConnection {
         env: { ...sdk.getDefaultEnvironment(), ...config.env },
         ...(config.cwd ? { cwd: config.cwd } : {}),
         stderr: 'pipe',
+        maxBufferSize: this.host.options().maxReplyBytes,
       });
       this.stderrTail = '';
       // Reading stderr also keeps a chatty server from blocking on a full pipe.
@@ -264,8 +249,15 @@ export class ServerConnection {
     const client = new sdk.Client({ name: 'liveagent', version: '0.1.0' }, { capabilities: {} });
     let live = false;
     // A failed connect closes the client too; only a connection that was up counts as lost.
-    client.onclose = () => live && this.lost(gen, this.closedReason());
+    client.onclose = () => live && this.lost(gen, this.closedReason(gen));
     client.onerror = (err) => {
+      const over = OVERSIZED_REPLY.exec(message(err));
+      if (over && gen === this.gen) {
+        // The SDK closes the transport right after this; `lost` and the failed calls then say
+        // why, instead of "the server process exited".
+        this.oversized = { gen, limit: Number(over[1]) };
+        return;
+      }
       this.host.logger.debug(`MCP server "${this.name}" transport error: ${message(err)}`);
       if (live && this.config?.kind === 'http') void this.probe(gen);
     };
@@ -290,7 +282,13 @@ export class ServerConnection {
     if (transport instanceof sdk.StdioClientTransport) this.pid = transport.pid ?? undefined;
   }
 
-  private closedReason(): string {
+  private oversizedText(): string {
+    const limit = this.oversized?.limit ?? this.host.options().maxReplyBytes;
+    return `sent a reply larger than ${formatBytes(limit)} (mcp.maxReplyBytes) and the connection was reset`;
+  }
+
+  private closedReason(gen: number): string {
+    if (this.oversized?.gen === gen) return this.oversizedText();
     if (this.config?.kind !== 'stdio') return 'connection closed';
     const last = this.stderrTail.trim().split('\n').at(-1)?.trim();
     return `the server process exited${last ? ` (last stderr line: ${last.slice(0, 300)})` : ''}`;
@@ -453,10 +451,14 @@ export class ServerConnection {
         onprogress: (p) =>
           ctx.update({ details: { progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message ? { message: p.message } : {}) } }),
       });
-      return mapCallResult(result, this.name, tool);
+      const opts = this.host.options();
+      return capResult(mapCallResult(result, this.name, tool), opts);
     } catch (err) {
       // A stopped run: let the kernel report the cancellation (the SDK already told the server).
       if (ctx.signal.aborted) throw err;
+      if (this.oversized?.gen === gen) {
+        return fail(`MCP server "${this.name}" ${this.oversizedText()}; the call to "${tool}" has no result. Ask for less output at once (a narrower query, a smaller page), or raise mcp.maxReplyBytes.`);
+      }
       if (err instanceof sdk.McpError && err.code === sdk.ErrorCode.RequestTimeout) {
         return fail(`MCP tool "${tool}" on server "${this.name}" timed out after ${timeout} ms.`);
       }

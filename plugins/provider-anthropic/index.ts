@@ -17,6 +17,7 @@
  */
 import type { Disposable, Plugin, PluginContext, Provider, Settings } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
+import { retryMaxDelayFrom } from '../provider-shared/retry-hints.js';
 import { CLAUDE_MODELS, DEFAULT_MODEL } from './models.js';
 import { createAnthropicProvider } from './provider.js';
 import {
@@ -41,6 +42,9 @@ function reportMain(ctx: PluginContext, settings: Settings): void {
   const raw = settings.providers?.[CLAUDE_CODE_ID];
   for (const key of unknownKeys(raw, ClaudeCodeSettingsSchema)) ctx.logger.warn(`settings for provider "${CLAUDE_CODE_ID}": providers.${CLAUDE_CODE_ID}.${key} is not a known setting and is ignored`);
 }
+
+/** A server's retry-after is honoured up to the kernel's own cap on waits. */
+const retryCap = (ctx: PluginContext) => () => retryMaxDelayFrom(ctx.settings.get().runtime);
 
 /** One provider for a custom entry; an invalid entry still registers, answering every request with its settings error. */
 function customProvider(ctx: PluginContext, entry: unknown, index: number): Provider {
@@ -67,6 +71,7 @@ function customProvider(ctx: PluginContext, entry: unknown, index: number): Prov
     // The key variable is read at each request, so exporting it later works without a restart.
     config: () => resolveCustomConfig(c),
     logger: ctx.logger,
+    retryMaxDelayMs: retryCap(ctx),
   });
 }
 
@@ -82,6 +87,7 @@ export function createAnthropicPlugin(): Plugin {
         models: CLAUDE_MODELS,
         config: (settings) => resolveClaudeCodeConfig(settings ?? ctx.settings.get()),
         logger: ctx.logger,
+        retryMaxDelayMs: retryCap(ctx),
       });
       ctx.registerProvider(main);
       reportMain(ctx, ctx.settings.get());

@@ -8,9 +8,10 @@
  * incomplete stream) is exactly one `error` event, after which the stream ends.
  */
 import { lazyModule } from '../provider-shared/keys.js';
+import { DEFAULT_RETRY_MAX_DELAY_MS } from '../provider-shared/retry-hints.js';
 import { TranslatedStream } from '../provider-shared/translated-stream.js';
 import type Anthropic from '@anthropic-ai/sdk';
-import type { Logger, ModelInfo, Provider, ProviderEvent, ProviderRequest, Settings } from '../../plugin-api.js';
+import type { Logger, ModelInfo, Provider, ProviderEvent, ProviderRequest, ProviderStream, Settings } from '../../plugin-api.js';
 import { CLAUDE_MODELS, DEFAULT_MODEL } from './models.js';
 import { buildAnthropicRequest } from './request.js';
 import { DEFAULT_BASE_URL, parseRequestOptions, withRequestOptions, type AnthropicConfig, type ConfigResult } from './settings.js';
@@ -45,6 +46,11 @@ export interface AnthropicProviderOptions {
   config?: (settings?: Settings) => ConfigResult;
   /** Where the SDK's own diagnostics go (default: dropped). */
   logger?: Logger;
+  /**
+   * The longest `retry-after` a retry may honour (ms; default 30 s, the kernel's default cap): a
+   * longer one fails the request with the time to try again. The plugin reads `runtime.retryMaxDelayMs`.
+   */
+  retryMaxDelayMs?: () => number;
 }
 
 function staticConfig(o: AnthropicProviderOptions): ConfigResult {
@@ -65,6 +71,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
   const models = options.models ?? CLAUDE_MODELS;
   const resolve = options.config ?? (() => staticConfig(options));
   const log = options.logger;
+  const retryMaxDelayMs = options.retryMaxDelayMs ?? (() => DEFAULT_RETRY_MAX_DELAY_MS);
   // The SDK logs through this; a malformed event is also reported as our error event, so its own lines are debug.
   const sdkLogger = { error: log ? (m: string, ...a: unknown[]) => log.debug(m, a) : quiet, warn: log ? (m: string, ...a: unknown[]) => log.warn(m, a) : quiet, info: quiet, debug: quiet };
   let cached: { key: string; client: Client } | undefined;
@@ -102,9 +109,9 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
     return client.messages.create(body as unknown as Anthropic.MessageCreateParamsStreaming, { signal });
   }
 
-  function stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent> {
+  function stream(request: ProviderRequest, signal: AbortSignal): ProviderStream {
     const t = new AnthropicStreamTranslator(id);
-    return new TranslatedStream(() => open(request, signal, t), t, { end: () => t.end(signal.aborted), fail: (err) => t.fail(err, signal.aborted) });
+    return new TranslatedStream(() => open(request, signal, t), t, { end: () => t.end(signal.aborted), fail: (err) => t.fail(err, signal.aborted), retryMaxDelayMs });
   }
 
   return {

@@ -1,25 +1,48 @@
 /**
  * @google/generative-ai 0.24.1 failures → ProviderErrorInfo. The shared `toProviderError`
- * decides retryability from the HTTP status (429 with a quota message and 400 never, 503 yes);
- * this adds what only this SDK tells, by class name and message since its errors carry no code:
+ * decides retryability from the HTTP status (400 never, 503 yes); this adds what only this SDK
+ * tells, by class name and message since its errors carry no code:
  * - GoogleGenerativeAIFetchError: status + statusText + Google's `error.details`, all squeezed
- *   into one message with the URL; we keep `<status> <reason>: <Google's message>` and read
- *   `RetryInfo.retryDelay` ("41s") as retryAfterMs.
+ *   into one message with the URL; we keep `<status> <reason>: <Google's message>`.
  * - "Error reading from the stream": the body broke (early EOF, reset, abort mid-body).
  * - "Failed to parse stream": the body ended cleanly in the middle of an event.
  * - "Error parsing JSON response": a data line that is not JSON.
  * - GoogleGenerativeAIAbortError: our signal, or our header timeout.
  * The SDK itself never retries (it has no retry logic at all), so the kernel's retry is the only one.
+ *
+ * 429 RESOURCE_EXHAUSTED is a rate limit or a spent quota, and Google opens both with the same
+ * "You exceeded your current quota, please check your plan and billing details" (so the wording
+ * tells nothing). The details do: a `google.rpc.QuotaFailure` names the violated quota
+ * (`GenerateRequestsPerMinutePerProjectPerModel-FreeTier` vs `...PerDay...`; a limit of 0 means
+ * the tier has no access at all) and `google.rpc.RetryInfo.retryDelay` ("17s") says when to come
+ * back. A per-day or zero quota is final; a per-minute one, or any RetryInfo, is a rate limit to
+ * wait out; the quota wording with neither is a spent quota (billing); a bare "Resource has been
+ * exhausted" is transient. The wait comes from RetryInfo, else the message's "Please retry in
+ * 36.4s." (the SDK drops the response headers, so a proxy's `Retry-After` is not seen).
  */
 import type { ProviderErrorInfo } from '../../plugin-api.js';
-import { toProviderError } from '../provider-shared/errors.js';
+import { retryAfterMs, toProviderError } from '../provider-shared/errors.js';
+
+interface QuotaViolation {
+  quotaId?: unknown;
+  quotaMetric?: unknown;
+  quotaValue?: unknown;
+}
+
+interface ErrorDetail {
+  '@type'?: string;
+  retryDelay?: string;
+  reason?: string;
+  violations?: QuotaViolation[];
+}
 
 interface SdkError {
   name?: string;
   message?: string;
   status?: number;
   statusText?: string;
-  errorDetails?: Array<{ '@type'?: string; retryDelay?: string; reason?: string }>;
+  errorDetails?: ErrorDetail[];
+  headers?: Headers;
   constructor?: { name?: string };
 }
 
@@ -30,6 +53,32 @@ export function parseRetryDelay(v: unknown): number | undefined {
   if (typeof v !== 'string') return undefined;
   const m = /^(\d+(?:\.\d+)?)s$/.exec(v.trim());
   return m ? Math.round(Number(m[1]) * 1000) : undefined;
+}
+
+/** Google's "Please retry in 36.429760048s." (the message's own copy of RetryInfo) → ms. */
+function parsePleaseRetry(text: string): number | undefined {
+  const m = /please retry in (\d+(?:\.\d+)?)\s*(ms|s)\b/i.exec(text);
+  if (!m) return undefined;
+  return Math.round(Number(m[1]) * (m[2]!.toLowerCase() === 'ms' ? 1 : 1000));
+}
+
+function detail(e: SdkError, type: 'RetryInfo' | 'QuotaFailure'): ErrorDetail | undefined {
+  return e.errorDetails?.find((d) => typeof d?.['@type'] === 'string' && d['@type'].endsWith(`.${type}`));
+}
+
+const QUOTA_WORDING = /exceeded your current quota|check your plan and billing|billing details|quota exceeded for metric/i;
+
+/** Rate limit or spent quota (see the header comment); the message says which when it is final. */
+function classify429(e: SdkError, text: string, base: string, hasDelay: boolean, partial: boolean): Pick<ProviderErrorInfo, 'code' | 'retryable'> & { message?: string } {
+  const violations = detail(e, 'QuotaFailure')?.violations ?? [];
+  const ids = violations.map((v) => (typeof v.quotaId === 'string' ? v.quotaId : typeof v.quotaMetric === 'string' ? v.quotaMetric : '')).filter(Boolean);
+  const daily = ids.find((id) => /per[-_ ]?day|daily/i.test(id));
+  const zero = violations.find((v) => v.quotaValue === '0' || v.quotaValue === 0) ?? (/\blimit: 0\b/.test(text) ? {} : undefined);
+  if (daily) return { code: 'quota', retryable: false, message: `${base} (daily quota ${daily} is used up; Google resets daily quotas at midnight Pacific time)` };
+  if (zero) return { code: 'quota', retryable: false, message: `${base} (${typeof zero.quotaId === 'string' ? `quota ${zero.quotaId}` : 'the quota'} has a limit of 0 for this key: the model is not available on its tier)` };
+  if (ids.length || hasDelay) return { code: 'rate_limited', retryable: !partial };
+  if (QUOTA_WORDING.test(text)) return { code: 'quota', retryable: false };
+  return { code: 'rate_limited', retryable: !partial };
 }
 
 /** Google's own message out of "Error fetching from <url>: [400 Bad Request] <message> <details json>". */
@@ -55,8 +104,10 @@ export function geminiErrorInfo(err: unknown, partial: boolean, timedOut = false
     const info = toProviderError({ status: e.status, message: `${e.statusText ?? ''}: ${text} ${reason ?? ''}` }, partial);
     if (reason === 'API_KEY_INVALID') info.code = 'auth';
     info.message = `${e.status}${e.statusText ? ` ${e.statusText}` : ''}${text ? `: ${text}` : ''}`;
-    const delay = parseRetryDelay(e.errorDetails?.find((d) => d['@type']?.endsWith('RetryInfo'))?.retryDelay);
+    const delay =
+      parseRetryDelay(detail(e, 'RetryInfo')?.retryDelay) ?? parsePleaseRetry(text) ?? (e.headers instanceof Headers ? retryAfterMs(e.headers) : undefined);
     if (delay !== undefined) info.retryAfterMs = delay;
+    if (e.status === 429) Object.assign(info, classify429(e, text, info.message, delay !== undefined, partial));
     return info;
   }
   if (timedOut) return { code: 'timeout', message: 'no response headers within timeoutMs', retryable: !partial };

@@ -6,6 +6,7 @@
  */
 import type { Disposable, Plugin, PluginContext, Provider, Settings } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
+import { retryMaxDelayFrom } from '../provider-shared/retry-hints.js';
 import { DEFAULT_GEMINI_MODEL, GEMINI_MODELS } from './models.js';
 import { createGeminiProvider } from './provider.js';
 import { GEMINI_ID, GeminiSettingsSchema, parseCustomGemini, resolveCustomConfig, resolveGeminiConfig, unknownKeys, type ConfigResult } from './settings.js';
@@ -30,6 +31,9 @@ function reportMain(ctx: PluginContext, settings: Settings, env: NodeJS.ProcessE
     ctx.logger.warn(`provider "${GEMINI_ID}": settings providers.${GEMINI_ID}.${key} is not a known setting and is ignored`);
   }
 }
+
+/** A server's retry hint is honoured up to the kernel's own cap on waits. */
+const retryCap = (ctx: PluginContext) => () => retryMaxDelayFrom(ctx.settings.get().runtime);
 
 /** One provider for a custom entry; an invalid entry still registers, answering every request with its settings error. */
 function customProvider(ctx: PluginContext, entry: unknown, index: number, env: NodeJS.ProcessEnv): Provider {
@@ -56,6 +60,7 @@ function customProvider(ctx: PluginContext, entry: unknown, index: number, env: 
     // The key variable is read at each request, so exporting it later works without a restart.
     config: (settings) => resolveCustomConfig(c, settings ?? ctx.settings.get(), env),
     logger: ctx.logger,
+    retryMaxDelayMs: retryCap(ctx),
   });
 }
 
@@ -72,6 +77,7 @@ export function createGeminiPlugin(options: GeminiPluginOptions = {}): Plugin {
           models: GEMINI_MODELS,
           config: (settings) => resolveGeminiConfig(settings ?? ctx.settings.get(), GEMINI_ID, env),
           logger: ctx.logger,
+          retryMaxDelayMs: retryCap(ctx),
         }),
       );
       reportMain(ctx, ctx.settings.get(), env);

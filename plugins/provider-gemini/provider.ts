@@ -13,9 +13,10 @@
  * incomplete stream, a blocked prompt or reply) is exactly one `error` event, then the end.
  */
 import { lazyModule } from '../provider-shared/keys.js';
+import { DEFAULT_RETRY_MAX_DELAY_MS } from '../provider-shared/retry-hints.js';
 import { TranslatedStream } from '../provider-shared/translated-stream.js';
 import type { GenerateContentRequest } from '@google/generative-ai';
-import type { Logger, ModelInfo, Provider, ProviderEvent, ProviderRequest, Settings } from '../../plugin-api.js';
+import type { Logger, ModelInfo, Provider, ProviderEvent, ProviderRequest, ProviderStream, Settings } from '../../plugin-api.js';
 import { DEFAULT_GEMINI_MODEL, GEMINI_MODELS } from './models.js';
 import { buildGeminiRequest } from './request.js';
 import { DEFAULT_BASE_URL, GEMINI_ID, applyOptions, parseRequestOptions, splitBaseUrl, type ConfigResult, type GeminiConfig } from './settings.js';
@@ -48,6 +49,12 @@ export interface GeminiProviderOptions {
   config?: (settings?: Settings) => ConfigResult;
   /** Hears, once each, about settings a request could not honour. */
   logger?: Logger;
+  /**
+   * The longest server retry hint (RetryInfo, Retry-After) a retry may honour (ms; default 30 s,
+   * the kernel's default cap): a longer one fails with the time to try again. The plugin reads
+   * `runtime.retryMaxDelayMs`.
+   */
+  retryMaxDelayMs?: () => number;
 }
 
 function staticConfig(o: GeminiProviderOptions): ConfigResult {
@@ -60,6 +67,7 @@ export function createGeminiProvider(options: GeminiProviderOptions = {}): Provi
   const id = options.id ?? GEMINI_ID;
   const models = options.models ?? GEMINI_MODELS;
   const resolve = options.config ?? (() => staticConfig(options));
+  const retryMaxDelayMs = options.retryMaxDelayMs ?? (() => DEFAULT_RETRY_MAX_DELAY_MS);
   const noted = new Set<string>();
   const note = (message: string) => {
     if (noted.has(message)) return;
@@ -96,13 +104,14 @@ export function createGeminiProvider(options: GeminiProviderOptions = {}): Provi
     }
   }
 
-  function stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent> {
+  function stream(request: ProviderRequest, signal: AbortSignal): ProviderStream {
     const t = new GeminiStreamTranslator(id);
     const ctl = new RequestControl(signal);
     return new TranslatedStream(() => open(request, t, ctl), t, {
       end: () => t.end(ctl.callerAborted),
       fail: (err) => t.fail(err, ctl.callerAborted, ctl.timedOut),
       finish: () => ctl.finish(),
+      retryMaxDelayMs,
     });
   }
 

@@ -2,13 +2,15 @@
  * The OpenAI-format provider: one factory for codex (Responses or Chat Completions) and for
  * custom `openai-chat` / `openai-responses` providers. The `openai` SDK is imported on the first
  * stream, never at load. The SDK's own retries are off (`maxRetries: 0`): the kernel retries
- * retryable errors before any output, honouring `retryAfterMs`.
+ * retryable errors before any output, honouring `retryAfterMs` up to `runtime.retryMaxDelayMs`
+ * (a longer `retry-after` fails at once, saying when to try again).
  *
  * Contract kept here: `stream` never throws. Every failure, from settings to a socket reset,
  * ends the stream with exactly one `error` event, after whatever partial output was streamed.
  */
 import type { Logger, ModelInfo, Provider, ProviderErrorInfo, ProviderEvent, ProviderRequest, Settings } from '../../plugin-api.js';
 import { toProviderError } from '../provider-shared/errors.js';
+import { capRetryHint, retryMaxDelayFrom } from '../provider-shared/retry-hints.js';
 import { classifyStreamError } from '../provider-shared/stream-errors.js';
 import { ResponseChains } from './chains.js';
 import { buildChatBody } from './chat-request.js';
@@ -78,6 +80,11 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): OpenA
     env,
     ...(envNames !== null ? { envNames: envNames ?? OPENAI_ENV } : {}),
     keyOptional,
+  });
+  // A retry-after longer than the kernel's cap on waits fails now, saying when to try again.
+  const errorEvent = (sdk: OpenAIModule, err: unknown, signal: AbortSignal, partial: boolean): ProviderEvent => ({
+    type: 'error',
+    error: capRetryHint(mapError(sdk, err, signal, partial), retryMaxDelayFrom(settings?.().runtime)),
   });
   const config = (opts: ProviderRequest['options'] = {}) =>
     options.configError ? ({ ok: false, error: options.configError } as const) : resolveConfig(src(settings?.()), opts);
@@ -251,11 +258,6 @@ function pickSettings(o: OpenAIProviderOptions): OpenAISettings {
 
 function abortedEvent(): ProviderEvent {
   return { type: 'error', error: { code: 'aborted', retryable: false, message: 'the request was aborted' } };
-}
-
-/** One error event for anything the SDK (or undici under it) throws. */
-function errorEvent(sdk: OpenAIModule, err: unknown, signal: AbortSignal, partial: boolean): ProviderEvent {
-  return { type: 'error', error: mapError(sdk, err, signal, partial) };
 }
 
 export function mapError(sdk: OpenAIModule, err: unknown, signal: AbortSignal, partial: boolean): ProviderErrorInfo {

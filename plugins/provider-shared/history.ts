@@ -9,12 +9,14 @@ import type { ContentBlock, Message, ThinkingBlock } from '../../plugin-api.js';
 /**
  * Thinking produced by another provider cannot be verified by this one (signatures are
  * provider-bound). Policy: keep it as plain text in a marked block when `asText`, else drop it.
- * Redacted thinking from another provider is always dropped (it has no readable text).
+ * Redacted thinking from another provider is always dropped (it has no readable text). A
+ * `</thinking` inside the text (quoted from a file or a tool result) is made inert, so it cannot
+ * end the marked block early and pass what follows as the assistant's own words.
  */
 export function foreignThinking(block: ThinkingBlock, targetProvider: string, asText: boolean): ContentBlock | undefined {
   if (block.provider === targetProvider) return block;
   if (block.redacted || !block.thinking.trim()) return undefined;
-  return asText ? { type: 'text', text: `<thinking>\n${block.thinking}\n</thinking>` } : undefined;
+  return asText ? { type: 'text', text: `<thinking>\n${block.thinking.replace(/<(\s*\/\s*thinking)(?![\w-])/gi, '&lt;$1')}\n</thinking>` } : undefined;
 }
 
 /** A tool-call id matching `^[A-Za-z0-9_-]{1,maxLen}$`, stable for the same input. */

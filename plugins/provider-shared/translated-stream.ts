@@ -4,7 +4,8 @@
  * this class hands them out. Hand-written rather than an async generator: a generator adds a
  * promise hop per yielded event, and this sits on the per-delta path.
  */
-import type { ProviderEvent } from '../../plugin-api.js';
+import type { ProviderEvent, ProviderStream } from '../../plugin-api.js';
+import { capRetryHint } from './retry-hints.js';
 
 /** Turns raw SDK events into normalized ones. */
 export interface StreamTranslator {
@@ -23,11 +24,16 @@ export interface StreamControl {
   fail(err: unknown): void;
   /** Reading stopped for any reason: release the request. Called once. */
   finish?(): void;
+  /**
+   * The longest server retry hint (ms) a retry may honour; an error asking for more is made
+   * final (see retry-hints.ts). Read once, when the SDK throws. Absent: hints pass as they are.
+   */
+  retryMaxDelayMs?(): number;
 }
 
 const DONE: IteratorResult<ProviderEvent> = { value: undefined, done: true };
 
-export class TranslatedStream implements AsyncIterableIterator<ProviderEvent> {
+export class TranslatedStream implements AsyncIterableIterator<ProviderEvent>, ProviderStream {
   private inner: AsyncIterator<unknown> | undefined;
   private read = 0;
   private ended = false;
@@ -59,29 +65,77 @@ export class TranslatedStream implements AsyncIterableIterator<ProviderEvent> {
     return { value, done: false };
   }
 
+  private async open(): Promise<void> {
+    const raw = await this.start();
+    if (!raw) this.close();
+    else this.inner = Symbol.asyncIterator in raw ? (raw as AsyncIterable<unknown>)[Symbol.asyncIterator]() : (raw as AsyncIterator<unknown>);
+  }
+
+  /** One SDK event in (or the end of the SDK stream). Synchronous: the caller awaits `next()` inline, as an async helper would add a hop per event. */
+  private absorb(r: IteratorResult<unknown>): void {
+    if (r.done) {
+      this.ctl.end();
+      this.close();
+    } else this.t.handle(r.value as Record<string, unknown>);
+    if (this.t.failed) this.close();
+  }
+
   private async pull(): Promise<IteratorResult<ProviderEvent>> {
     const t = this.t;
     try {
-      if (!this.inner) {
-        const raw = await this.start();
-        if (!raw) this.close();
-        else this.inner = Symbol.asyncIterator in raw ? (raw as AsyncIterable<unknown>)[Symbol.asyncIterator]() : (raw as AsyncIterator<unknown>);
-      }
+      if (!this.inner) await this.open();
       while (!this.ended) {
-        const r = await this.inner!.next();
-        if (r.done) {
-          this.ctl.end();
-          this.close();
-        } else t.handle(r.value as Record<string, unknown>);
-        if (t.failed) this.close();
+        this.absorb(await this.inner!.next());
         if (t.out.length) break;
       }
     } catch (err) {
-      this.ctl.fail(err);
-      this.close();
+      this.failWith(err);
     }
     // A plain value, not this.next(): returning a promise from an async function costs extra ticks per event.
     return this.take();
+  }
+
+  /**
+   * The push path (ProviderStream.forEachEvent): every event goes to `sink` as soon as it is
+   * translated, one await per SDK event and none per normalized one. `sink` returning true
+   * stops reading and releases the request.
+   */
+  async forEachEvent(sink: (event: ProviderEvent) => boolean | void): Promise<void> {
+    const deliver = (): boolean => {
+      const out = this.t.out;
+      let stop = false;
+      while (!stop && this.read < out.length) stop = sink(out[this.read++]!) === true;
+      out.length = 0;
+      this.read = 0;
+      if (stop) this.close();
+      return stop;
+    };
+    try {
+      if (deliver()) return;
+      if (!this.inner && !this.ended) await this.open();
+      while (!this.ended) {
+        this.absorb(await this.inner!.next());
+        if (deliver()) return;
+      }
+    } catch (err) {
+      this.failWith(err);
+    }
+    deliver();
+  }
+
+  /** The SDK threw: exactly one error event queued (its retry hint capped), and reading stops. */
+  private failWith(err: unknown): void {
+    const t = this.t;
+    const queued = t.out.length;
+    this.ctl.fail(err);
+    // Only a thrown HTTP error carries a hint (headers / error details); in-stream errors never do.
+    if (this.ctl.retryMaxDelayMs) {
+      for (let i = queued; i < t.out.length; i++) {
+        const ev = t.out[i]!;
+        if (ev.type === 'error' && ev.error.retryAfterMs !== undefined) t.out[i] = { type: 'error', error: capRetryHint(ev.error, this.ctl.retryMaxDelayMs()) };
+      }
+    }
+    this.close();
   }
 
   /** Stop reading: returning the SDK's iterator early makes it abort the request. */

@@ -292,7 +292,7 @@ describe('errors map to GoogleGenerativeAIFetchError with status', () => {
       server.setScript(() => reply);
       const err = (await model().generateContentStream('hi').catch((e: unknown) => e)) as GoogleGenerativeAIFetchError;
       expect(err.status).toBe(status);
-      if (status === 429) expect(err.errorDetails).toEqual([{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '7s' }]);
+      if (status === 429) expect(err.errorDetails).toContainEqual({ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '7s' });
     }
   });
 

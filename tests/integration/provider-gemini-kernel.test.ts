@@ -156,7 +156,7 @@ describe('kernel retries on our error events', () => {
     expect(r1.result.status).toBe('completed');
     expect(r1.events.find((e) => e.type === 'notice')).toMatchObject({ payload: { kind: 'retry', status: 429, delayMs: 30 } });
 
-    const quota = await mock(() => geminiErrors.rateLimited('1s'));
+    const quota = await mock(() => geminiErrors.dailyQuota('0.01s'));
     const { kernel: k2 } = await boot(geminiAt(quota));
     const r2 = await run(k2, { mode: 'text' });
     expect(r2.result.status).toBe('error');

@@ -323,11 +323,14 @@ describe('HTTP errors (the SDK never retries: one request each)', () => {
     expect(JSON.stringify(events)).not.toContain('wrong-key-123');
   });
 
-  it('429 RESOURCE_EXHAUSTED with a quota message is not retryable (RetryInfo still read)', async () => {
-    const e = await failWith(geminiErrors.rateLimited('41s'));
-    expect(e).toMatchObject({ code: 'quota', status: 429, retryable: false, retryAfterMs: 41_000 });
-    expect(e.message).toContain('You exceeded your current quota');
-    expect(e.message).not.toContain('@type');
+  it('429 RESOURCE_EXHAUSTED: a per-day QuotaFailure is a final quota, a per-minute one a rate limit (RetryInfo read both times)', async () => {
+    const daily = await failWith(geminiErrors.dailyQuota('41s'));
+    expect(daily).toMatchObject({ code: 'quota', status: 429, retryable: false, retryAfterMs: 41_000 });
+    expect(daily.message).toContain('You exceeded your current quota');
+    expect(daily.message).not.toContain('@type');
+    await closeMocks();
+    const limited = await failWith(geminiErrors.rateLimited('21s'));
+    expect(limited).toMatchObject({ code: 'rate_limited', status: 429, retryable: true, retryAfterMs: 21_000 });
   });
 
   it('429 without a quota message is a retryable rate limit, with retryAfterMs from RetryInfo', async () => {
