@@ -2,6 +2,8 @@
  * Flag parsing for the `liveagent` CLI. Strict: an unknown flag, a missing value or a bad mode is
  * a usage error (exit 2) with a one-line reason.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { z } from 'zod';
 
@@ -48,6 +50,29 @@ export function parseChatArgs(argv: string[]): ChatArgs {
   const prompt = positionals.join(' ').trim();
   if (!prompt) throw new CliUsageError('a PROMPT is required: liveagent chat "your question"');
   return { ...r.data, prompt };
+}
+
+/**
+ * The absolute workdir, checked before anything runs: a tool run in a folder that does not exist
+ * would fail only after the model spent a turn, and the CLI would still exit 0.
+ */
+export function checkWorkdir(dir: string): string {
+  const abs = path.resolve(dir);
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(abs);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new CliUsageError(`--workdir ${dir}: ${code === 'ENOENT' ? 'no such folder' : code === 'EACCES' ? 'permission denied' : (err as Error).message}`);
+  }
+  if (!stat.isDirectory()) throw new CliUsageError(`--workdir ${dir}: not a folder`);
+  return abs;
+}
+
+/** True when the arguments ask for JSON output, even if they do not parse (errors are JSON then too). */
+export function wantsJson(argv: string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end < 0 ? argv : argv.slice(0, end)).some((a) => a === '--json' || a.startsWith('--json='));
 }
 
 const ConversationId = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'conversation id must be 1-128 letters, digits, _ or -');

@@ -1,14 +1,17 @@
 /**
  * `liveagent chat`: one request, headless. Without --json the reply streams to stdout, tool
  * activity and diagnostics go to stderr, and the conversation id ends stderr. With --json,
- * stdout carries only JSON lines, one per lifecycle event.
+ * stdout carries only JSON lines, one per lifecycle event (failures before the run too).
+ *
+ * A reader that goes away (`| head -1`, a closed terminal) ends the output quietly: the run
+ * still completes and is stored. SIGINT, SIGTERM and SIGHUP stop the run, stop every process
+ * its tools started (kernel shutdown) and exit 128 + the signal's number.
  */
 import type { LifecycleEvent, RunHandle } from '../../plugin-api.js';
 import { createKernel, type Kernel } from '../../core/kernel.js';
-import { describeError } from '../../core/errors.js';
 import { builtinPlugins } from '../builtins.js';
-import type { ChatArgs } from './args.js';
-import { EXIT, exitCodeFor } from './exit-codes.js';
+import { checkWorkdir, type ChatArgs } from './args.js';
+import { EXIT, onStopSignal, reportFailure, signalExitCode, type StopSignal } from './exit-codes.js';
 
 export interface ChatIo {
   stdout: NodeJS.WritableStream;
@@ -16,31 +19,59 @@ export interface ChatIo {
   stdin?: NodeJS.ReadableStream;
 }
 
+/**
+ * A reader that left must not crash the host: EPIPE (and EIO after a hangup) arrive as 'error'
+ * events, which unhandled would end the process before the run is stored. Node drops later
+ * writes to the destroyed stream without another error, so the run goes on unaware.
+ */
+function survivePipeErrors(stream: NodeJS.WritableStream): void {
+  // Never removed: an EPIPE may still be emitted while the process exits.
+  if (!stream.listeners('error').includes(ignoreError)) stream.on('error', ignoreError);
+}
+function ignoreError(): void {}
+
 export async function runChat(args: ChatArgs, io: ChatIo = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin }): Promise<number> {
-  let kernel: Kernel;
+  const json = !!args.json;
+  survivePipeErrors(io.stdout);
+  survivePipeErrors(io.stderr);
+  let stoppedBy: StopSignal | undefined;
+  let run: RunHandle | undefined;
+  // Handled from the start: a signal during boot must not kill the host outright either.
+  const signals = onStopSignal((signal) => {
+    stoppedBy = signal;
+    run?.abort('interrupted');
+  });
+  let kernel: Kernel | undefined;
   try {
-    kernel = await createKernel({ builtins: await builtinPlugins() });
+    const workdir = checkWorkdir(args.workdir ?? process.cwd());
+    try {
+      kernel = await createKernel({ builtins: await builtinPlugins() });
+    } catch (err) {
+      return reportFailure(err, io, json);
+    }
+    if (stoppedBy) return signalExitCode(stoppedBy);
+    try {
+      run = kernel.runtime.startRun({
+        input: [{ type: 'text', text: args.prompt }],
+        ...(args.mode ? { mode: args.mode } : {}),
+        ...(args.provider ? { provider: args.provider } : {}),
+        ...(args.model ? { model: args.model } : {}),
+        workdir,
+        ...(args.conversation ? { conversationId: args.conversation } : {}),
+      });
+    } catch (err) {
+      return reportFailure(err, io, json);
+    }
+    return await followRun(run, kernel, args, io, () => stoppedBy);
   } catch (err) {
-    io.stderr.write(`liveagent: ${describeError(err)}\n`);
-    return exitCodeFor(err);
+    return reportFailure(err, io, json);
+  } finally {
+    await kernel?.shutdown();
+    signals.dispose();
   }
-  let run: RunHandle;
-  try {
-    run = kernel.runtime.startRun({
-      input: [{ type: 'text', text: args.prompt }],
-      ...(args.mode ? { mode: args.mode } : {}),
-      ...(args.provider ? { provider: args.provider } : {}),
-      ...(args.model ? { model: args.model } : {}),
-      workdir: args.workdir ?? process.cwd(),
-      ...(args.conversation ? { conversationId: args.conversation } : {}),
-    });
-  } catch (err) {
-    io.stderr.write(`liveagent: ${describeError(err)}\n`);
-    await kernel.shutdown();
-    return exitCodeFor(err);
-  }
-  const onSigint = () => run.abort('interrupted');
-  process.once('SIGINT', onSigint);
+}
+
+async function followRun(run: RunHandle, kernel: Kernel, args: ChatArgs, io: ChatIo, stoppedBy: () => StopSignal | undefined): Promise<number> {
   const cliHooks = kernel.services.get<CliInteraction>('cli.interaction');
   const detach = cliHooks?.attach({ json: !!args.json, io, conversationId: run.conversationId });
   try {
@@ -51,11 +82,11 @@ export async function runChat(args: ChatArgs, io: ChatIo = { stdout: process.std
     }
   } finally {
     detach?.dispose();
-    process.removeListener('SIGINT', onSigint);
   }
   const result = await run.result;
-  await kernel.shutdown();
-  if (result.status === 'completed') {
+  await kernel.shutdown(); // stops what the tools started before the last lines are written
+  const signal = stoppedBy();
+  if (result.status === 'completed' && !signal) {
     if (!args.json) io.stderr.write(`conversation: ${result.conversationId}\n`);
     return EXIT.ok;
   }
@@ -63,10 +94,10 @@ export async function runChat(args: ChatArgs, io: ChatIo = { stdout: process.std
     io.stderr.write(`liveagent: ${result.error.message}\n`);
     return EXIT.usage;
   }
-  const reason = result.status === 'aborted' ? 'the run was stopped' : (result.error?.message ?? 'the run failed');
+  const reason = signal ? `stopped by ${signal}` : result.status === 'aborted' ? 'the run was stopped' : (result.error?.message ?? 'the run failed');
   io.stderr.write(`liveagent: ${reason.replace(/\s*\n\s*/g, ' ')}\n`);
   if (!args.json) io.stderr.write(`conversation: ${result.conversationId}\n`);
-  return EXIT.failure;
+  return signal ? signalExitCode(signal) : EXIT.failure;
 }
 
 /** A service a plugin (AskUserQuestion) provides to interact with the terminal during a CLI run. */

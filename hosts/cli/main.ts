@@ -2,9 +2,8 @@
  * Entry of the `liveagent` CLI: dispatches to chat, serve and desktop. Returns the exit code.
  */
 import { readFileSync } from 'node:fs';
-import { describeError } from '../../core/errors.js';
-import { CliUsageError, USAGE, parseChatArgs, parseCompactArgs, parseServeArgs } from './args.js';
-import { EXIT, exitCodeFor } from './exit-codes.js';
+import { CliUsageError, USAGE, parseChatArgs, parseCompactArgs, parseServeArgs, wantsJson } from './args.js';
+import { EXIT, reportFailure } from './exit-codes.js';
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -45,7 +44,8 @@ export async function main(argv: string[]): Promise<number> {
         throw new CliUsageError(`unknown command "${command}" (try: chat, compact, serve, desktop, --help)`);
     }
   } catch (err) {
-    process.stderr.write(`liveagent: ${describeError(err)}\n`);
-    return exitCodeFor(err);
+    // With --json, stdout carries only JSON lines: a failure before the run is one too.
+    const json = (command === 'chat' || command === 'compact') && wantsJson(rest);
+    return reportFailure(err, { stdout: process.stdout, stderr: process.stderr }, json);
   }
 }

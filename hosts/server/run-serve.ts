@@ -1,8 +1,10 @@
 /**
  * `serve [--port N] [--host H]` as a function the CLI can call: starts the server, then shuts it
- * down gracefully on SIGINT/SIGTERM (a second signal exits at once). Resolves to the exit code.
+ * down gracefully on SIGINT, SIGTERM or SIGHUP (a second signal exits at once). Resolves to the
+ * exit code: 128 + the signal's number, as `liveagent serve` (hosts/cli/serve.ts) does.
  */
 import { parseArgs } from 'node:util';
+import { onStopSignal, signalExitCode, type StopSignal } from '../cli/exit-codes.js';
 import { startServer, type StartServerOptions } from './start-server.js';
 
 export function parseServeArgv(argv: string[]): { port: number; host: string } {
@@ -21,17 +23,15 @@ export async function runServe(argv: string[], extra: Omit<StartServerOptions, '
     process.stderr.write(`liveagent serve: ${String((err as Error).message).split('\n')[0]}\n`);
     return 2;
   }
-  const server = await startServer({ ...extra, ...opts });
-  await new Promise<void>((resolve) => {
-    let stopping = false;
-    const stop = () => {
-      if (stopping) process.exit(1);
-      stopping = true;
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
-  await server.close();
-  return 0;
+  let early: StopSignal | undefined;
+  let stop: (signal: StopSignal) => void = (signal) => (early = signal);
+  const signals = onStopSignal((signal) => stop(signal));
+  try {
+    const server = await startServer({ ...extra, ...opts });
+    const signal = early ?? (await new Promise<StopSignal>((resolve) => (stop = resolve)));
+    await server.close();
+    return signalExitCode(signal);
+  } finally {
+    signals.dispose();
+  }
 }

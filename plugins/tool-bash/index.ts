@@ -1,12 +1,16 @@
 /**
- * Bash: one command in the workspace, in its own process group. Timeout (default 120 s, at most
- * 600 s) and abort stop the whole group; output is capped head-and-tail; the exit code is in
- * the result. Bash never reports edited files: its side effects are not guessed at.
+ * Bash: one command in the workspace, in its own process group and tagged so that what leaves the
+ * group is found too. Timeout (default 120 s, at most 600 s) and abort stop the whole tree; so
+ * does the command's end, for what it left in the background. Output is capped head-and-tail;
+ * the exit code is in the result, and so is any process that could not be stopped. Bash never
+ * reports edited files: its side effects are not guessed at.
  */
 import { z } from 'zod';
-import type { ToolContext, ToolDefinition, ToolResult } from '../../plugin-api.js';
+import type { Settings, ToolContext, ToolDefinition, ToolResult } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
 import { guarded } from '../tool-shared/results.js';
+import type { Survivor } from '../tool-shared/process-group.js';
+import { acquireHostProcesses, releaseHostProcesses, type HostProcesses } from '../tool-shared/process-records.js';
 import { sectionSchema, toolSettings } from '../tool-shared/settings.js';
 import { description } from './description.js';
 import { runCommand } from './run-command.js';
@@ -18,7 +22,11 @@ export const BashArgsSchema = z.object({
 });
 export type BashArgs = z.output<typeof BashArgsSchema>;
 
-async function runBash(args: BashArgs, ctx: ToolContext): Promise<ToolResult> {
+function survivorList(survivors: Survivor[]): string {
+  return survivors.map((p) => `pid ${p.pid}${p.command ? ` (${p.command})` : ''}`).join(', ');
+}
+
+async function runBash(args: BashArgs, ctx: ToolContext, records?: HostProcesses): Promise<ToolResult> {
   const s = toolSettings(ctx.settings, 'bash');
   const asked = args.timeout ?? s.defaultTimeoutMs;
   const timeoutMs = Math.min(asked, s.maxTimeoutMs);
@@ -28,14 +36,26 @@ async function runBash(args: BashArgs, ctx: ToolContext): Promise<ToolResult> {
     timeoutMs,
     signal: ctx.signal,
     settings: s,
+    ...(records ? { records } : {}),
     onProgress: (recent, outputBytes, elapsedMs) => ctx.update({ content: [{ type: 'text', text: recent }], details: { outputBytes, elapsedMs } }),
   });
   const notes: string[] = [];
   if (r.spawnError) notes.push(`The command could not be started: ${r.spawnError}`);
   if (asked > timeoutMs) notes.push(`[The timeout was capped at ${timeoutMs} ms.]`);
-  if (r.timedOut) notes.push(`[Timed out after ${timeoutMs} ms: the command and every process it started were stopped.]`);
-  if (r.aborted) notes.push('[Stopped because the run was stopped: the command and every process it started were stopped.]');
-  if (r.backgroundStopped) notes.push('[Processes the command left running in the background were stopped. Use ManagedProcess for long-running commands.]');
+  // Only claim what happened: "every process stopped" needs an empty survivor list.
+  const all = r.survivors.length === 0;
+  const escaped = r.escaped ? ` (${r.escaped} of them had left its process group)` : '';
+  const stoppedText = all ? `the command and every process it started were stopped${escaped}` : 'the command was stopped, but not every process it started';
+  if (r.timedOut) notes.push(`[Timed out after ${timeoutMs} ms: ${stoppedText}.]`);
+  if (r.aborted) notes.push(`[Stopped because the run was stopped: ${stoppedText}.]`);
+  if (r.backgroundStopped) {
+    notes.push(
+      all
+        ? `[Processes the command left running in the background were stopped${escaped}. Use ManagedProcess for long-running commands.]`
+        : '[The command left processes running in the background and not all of them could be stopped. Use ManagedProcess for long-running commands.]',
+    );
+  }
+  if (!all) notes.push(`[Still running after SIGKILL: ${survivorList(r.survivors)}.]`);
   if (!r.spawnError) notes.push(r.exitCode !== null ? `Exit code: ${r.exitCode}` : `Exit code: none (killed by ${r.signal ?? 'a signal'})`);
   const text = `${r.output === '' ? '(no output)' : r.output.replace(/\n$/, '')}\n\n${notes.join('\n')}`;
   return {
@@ -47,6 +67,8 @@ async function runBash(args: BashArgs, ctx: ToolContext): Promise<ToolResult> {
       timedOut: r.timedOut,
       aborted: r.aborted,
       backgroundStopped: r.backgroundStopped,
+      escaped: r.escaped,
+      survivors: r.survivors.map((p) => ({ pid: p.pid, command: p.command })),
       timeoutMs,
       durationMs: r.durationMs,
       outputBytes: r.outputBytes,
@@ -57,8 +79,17 @@ async function runBash(args: BashArgs, ctx: ToolContext): Promise<ToolResult> {
   };
 }
 
-export function createBashTool(): ToolDefinition<BashArgs> {
-  return { name: 'Bash', description, parameters: BashArgsSchema, execute: guarded(runBash) };
+/** `records`: the host's record of running trees (the plugin passes it; bare tools run without). */
+export function createBashTool(o: { records?: HostProcesses } = {}): ToolDefinition<BashArgs> {
+  return { name: 'Bash', description, parameters: BashArgsSchema, execute: guarded((args, ctx) => runBash(args, ctx, o.records)) };
+}
+
+function graceFrom(ctx: { settings: { get(): Settings } }): number {
+  try {
+    return toolSettings(ctx.settings.get(), 'bash').killGraceMs;
+  } catch {
+    return 500;
+  }
 }
 
 export default definePlugin({
@@ -66,6 +97,10 @@ export default definePlugin({
   settingsKey: 'tools',
   settingsSchema: sectionSchema('bash'),
   apply(ctx) {
-    ctx.registerTool(createBashTool());
+    // The first host on this home since a crash stops what the crashed one left running.
+    const records = acquireHostProcesses(ctx.paths.home, { reapGraceMs: graceFrom(ctx), warn: (m) => ctx.logger.warn(m) });
+    ctx.registerTool(createBashTool({ records }));
+    ctx.hooks.shutdown.tap(async () => void (await records.reaped));
+    ctx.subscriptions.push({ dispose: () => releaseHostProcesses(records) });
   },
 });

@@ -1,11 +1,14 @@
 /**
- * One shell command, start to finish: its own process group, a timeout and an abort that stop
- * the whole group, output kept head-and-tail within a byte limit, throttled progress. Resolves
- * only once the group is dead, so nothing the command started outlives the call.
+ * One shell command, start to finish: its own process group and tag, a timeout and an abort that
+ * stop the whole tree (what left the group too: setsid, double forks), output kept head-and-tail
+ * within a byte limit, throttled progress. Resolves only once the tree is dead, or with the
+ * processes that survived SIGKILL named: nothing is claimed stopped that was not.
  */
 import type { ChildProcess } from 'node:child_process';
 import { HeadTailBuffer } from '../tool-shared/output-buffer.js';
-import { groupAlive, killGroup, spawnShell } from '../tool-shared/process-group.js';
+import { spawnShell, stopTree, treeAlive, type ProcessTree, type Survivor, type TreeStop } from '../tool-shared/process-group.js';
+import type { HostProcesses } from '../tool-shared/process-records.js';
+import { newTag, procStat } from '../tool-shared/process-scan.js';
 import type { BashSettings } from '../tool-shared/settings.js';
 
 export interface CommandOptions {
@@ -13,6 +16,8 @@ export interface CommandOptions {
   timeoutMs: number;
   signal: AbortSignal;
   settings: BashSettings;
+  /** Where the host records running trees, so a crashed host's leftovers are stopped at the next start. */
+  records?: HostProcesses;
   /** Throttled to `settings.progressIntervalMs`; gets the newest output. */
   onProgress?(recent: string, outputBytes: number, elapsedMs: number): void;
 }
@@ -23,8 +28,12 @@ export interface CommandOutcome {
   signal: string | null;
   timedOut: boolean;
   aborted: boolean;
-  /** Processes still running in the group after the shell exited were stopped. */
+  /** Processes still running after the shell exited (in the group or out of it) were stopped. */
   backgroundStopped: boolean;
+  /** Processes of the tree that had left the process group when it was stopped. */
+  escaped: number;
+  /** Processes still alive after SIGKILL. Empty means the whole tree is gone. */
+  survivors: Survivor[];
   outputBytes: number;
   omittedBytes: number;
   durationMs: number;
@@ -39,10 +48,11 @@ const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 export async function runCommand(command: string, o: CommandOptions): Promise<CommandOutcome> {
   const started = Date.now();
   const out = new HeadTailBuffer(o.settings.outputLimitBytes);
-  const base = { timedOut: false, aborted: false, backgroundStopped: false };
+  const base = { timedOut: false, aborted: false, backgroundStopped: false, escaped: 0, survivors: [] as Survivor[] };
+  const tag = newTag();
   let child: ChildProcess;
   try {
-    child = spawnShell(command, { cwd: o.cwd });
+    child = spawnShell(command, { cwd: o.cwd, tag });
   } catch (err) {
     return { ...base, output: '', exitCode: null, signal: null, outputBytes: 0, omittedBytes: 0, durationMs: 0, pid: null, spawnError: (err as Error).message };
   }
@@ -51,6 +61,9 @@ export async function runCommand(command: string, o: CommandOptions): Promise<Co
     child.once('error', (error) => resolve({ error }));
   });
   const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  const pid = child.pid;
+  const tree: ProcessTree | undefined = pid === undefined ? undefined : { pgid: pid, tag, ...startOf(pid) };
+  if (tree) o.records?.add(tree);
 
   let lastProgress = 0;
   let progressTimer: NodeJS.Timeout | undefined;
@@ -73,13 +86,12 @@ export async function runCommand(command: string, o: CommandOptions): Promise<Co
   child.stdout?.on('data', onData);
   child.stderr?.on('data', onData);
 
-  const pid = child.pid;
   let reason: 'timeout' | 'aborted' | undefined;
-  let killing: Promise<unknown> | undefined;
+  let killing: Promise<TreeStop> | undefined;
   const stop = (why: 'timeout' | 'aborted') => {
-    if (pid === undefined) return;
+    if (!tree) return;
     reason ??= why;
-    killing ??= killGroup(pid, o.settings.killGraceMs);
+    killing ??= stopTree(tree, o.settings.killGraceMs);
   };
   const timer = setTimeout(() => stop('timeout'), o.timeoutMs);
   const onAbort = () => stop('aborted');
@@ -90,18 +102,20 @@ export async function runCommand(command: string, o: CommandOptions): Promise<Co
   clearTimeout(timer);
   o.signal.removeEventListener('abort', onAbort);
   let backgroundStopped = false;
-  if (pid !== undefined) {
+  let stopped: TreeStop | undefined;
+  if (tree) {
     if (!killing) {
-      // Give the pipes a moment to drain; then whatever is still running in the group was left
-      // behind in the background, and is stopped so the call leaves no orphans.
+      // Give the pipes a moment to drain; then whatever still runs (in the group or escaped from
+      // it) was left behind in the background, and is stopped so the call leaves no orphans.
       await Promise.race([closed, delay(o.settings.exitDrainMs)]);
-      if (groupAlive(pid)) {
+      if (treeAlive(tree)) {
         backgroundStopped = true;
-        killing = killGroup(pid, o.settings.killGraceMs);
+        killing = stopTree(tree, o.settings.killGraceMs);
       }
     }
-    await killing;
-    // A process that escaped the group (setsid) may still hold the pipes: do not wait for it.
+    stopped = await killing;
+    if (!stopped?.survivors.length) o.records?.remove(tag);
+    // A survivor may still hold the pipes: do not wait for it.
     await Promise.race([closed, delay(o.settings.exitDrainMs)]);
   }
   if (progressTimer) clearTimeout(progressTimer);
@@ -115,6 +129,8 @@ export async function runCommand(command: string, o: CommandOptions): Promise<Co
     timedOut: reason === 'timeout',
     aborted: reason === 'aborted',
     backgroundStopped,
+    escaped: stopped?.escaped ?? 0,
+    survivors: stopped?.survivors ?? [],
     outputBytes: out.total,
     omittedBytes: out.omitted,
     durationMs: Date.now() - started,
@@ -122,4 +138,9 @@ export async function runCommand(command: string, o: CommandOptions): Promise<Co
   };
   if ('error' in exit) outcome.spawnError = exit.error.message;
   return outcome;
+}
+
+function startOf(pid: number): { start?: number } {
+  const s = procStat(pid);
+  return s ? { start: s.start } : {};
 }

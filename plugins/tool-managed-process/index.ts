@@ -1,10 +1,13 @@
 /**
  * ManagedProcess: start, list, tail and stop long-running commands. One manager per plugin
- * instance; the kernel's shutdown hook stops every process group it started.
+ * instance; the kernel's shutdown hook stops every process tree it started (what left the
+ * process group included), and the host's process record lets the next start stop them after
+ * a crash.
  */
 import { z } from 'zod';
 import type { Settings, ToolContext, ToolDefinition, ToolResult } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
+import { acquireHostProcesses, releaseHostProcesses } from '../tool-shared/process-records.js';
 import { formatBytes, guarded, ToolFailure } from '../tool-shared/results.js';
 import { sectionSchema, toolSettings, type ManagedProcessSettings } from '../tool-shared/settings.js';
 import { description, promptRules } from './description.js';
@@ -92,9 +95,14 @@ export function createManagedProcessTool(manager: ProcessManager): ToolDefinitio
       }
       case 'stop': {
         const p = pick(args);
-        const { how, info } = await manager.stop(p.id, s.stopGraceMs);
+        const { how, info, survivors, escaped } = await manager.stop(p.id, s.stopGraceMs);
         const what = how === 'already-exited' ? `had already ended (${statusText(info)})` : how === 'terminated' ? 'was stopped' : `did not stop on SIGTERM within ${s.stopGraceMs} ms and was killed`;
-        return { content: [{ type: 'text', text: `${p.id} (${p.name}) ${what}.\n${tailText(p.id, 20)}` }], details: { ...infoJson(info), how } };
+        const notes: string[] = [];
+        if (escaped) notes.push(`[${escaped} process(es) it started had left its process group; they were stopped too.]`);
+        // Never claim a stop that did not happen.
+        if (survivors.length) notes.push(`[Not everything it started could be stopped. Still running after SIGKILL: ${survivors.map((x) => `pid ${x.pid}${x.command ? ` (${x.command})` : ''}`).join(', ')}.]`);
+        const text = `${p.id} (${p.name}) ${what}.${notes.length ? `\n${notes.join('\n')}` : ''}\n${tailText(p.id, 20)}`;
+        return { content: [{ type: 'text', text }], ...(survivors.length ? { isError: true } : {}), details: { ...infoJson(info), how, escaped, survivors: survivors.map((x) => ({ pid: x.pid, command: x.command })) } };
       }
     }
   };
@@ -114,16 +122,21 @@ export default definePlugin({
   settingsKey: 'tools',
   settingsSchema: sectionSchema('managedProcess'),
   apply(ctx) {
-    const manager = new ProcessManager();
+    // The first host on this home since a crash stops what the crashed one left running.
+    const records = acquireHostProcesses(ctx.paths.home, { reapGraceMs: graceFrom(ctx.settings.get()), warn: (m) => ctx.logger.warn(m) });
+    const manager = new ProcessManager(records);
     ctx.registerTool(createManagedProcessTool(manager));
-    ctx.hooks.shutdown.tap(() => manager.stopAll(graceFrom(ctx.settings.get())));
-    // Safety nets: an unloaded plugin or a host exiting without shutdown leaves no process groups.
+    ctx.hooks.shutdown.tap(async () => {
+      await Promise.all([manager.stopAll(graceFrom(ctx.settings.get())), records.reaped]);
+    });
+    // Safety nets: an unloaded plugin or a host exiting without shutdown leaves no process trees.
     const onExit = () => manager.killAllNow();
     process.once('exit', onExit);
     ctx.subscriptions.push({
       dispose() {
         process.removeListener('exit', onExit);
         manager.killAllNow();
+        releaseHostProcesses(records);
       },
     });
   },

@@ -1,12 +1,16 @@
 /**
  * The long-running processes ManagedProcess started, process-wide. Each runs `bash -c` in its
- * own process group with its output kept in a bounded log; stopping signals the whole group.
- * Entries outlive runs and conversations until stopped, and everything is stopped at shutdown.
+ * own process group, tagged so that what leaves the group (setsid, daemons) is found too, with
+ * its output kept in a bounded log; stopping signals the whole tree. Entries outlive runs and
+ * conversations until stopped, and everything is stopped at shutdown. The host's process
+ * record (process-records.ts) lists each tree until it is confirmed dead.
  */
 import type { ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { TailBuffer } from '../tool-shared/output-buffer.js';
-import { groupAlive, killGroup, killGroupNow, spawnShell } from '../tool-shared/process-group.js';
+import { killTreesNow, spawnShell, stopTree, treeAlive, type ProcessTree, type Survivor } from '../tool-shared/process-group.js';
+import type { HostProcesses } from '../tool-shared/process-records.js';
+import { newTag, procStat } from '../tool-shared/process-scan.js';
 
 export type ProcessStatus = 'running' | 'exited' | 'stopped';
 
@@ -25,6 +29,7 @@ export interface ManagedProcessInfo {
 }
 
 interface Entry extends ManagedProcessInfo {
+  tree: ProcessTree;
   child: ChildProcess;
   log: TailBuffer;
   exited: Promise<void>;
@@ -40,17 +45,35 @@ export interface StartOptions {
 
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+export type StopHow = 'terminated' | 'killed' | 'already-exited';
+
+export interface StopOutcome {
+  how: StopHow;
+  info: ManagedProcessInfo;
+  /** Processes still alive after SIGKILL: the stop did not fully happen. */
+  survivors: Survivor[];
+  /** Processes of the tree that had left its process group. */
+  escaped: number;
+}
+
 export class ProcessManager {
   private entries = new Map<string, Entry>();
   private seq = 0;
 
+  /** `records`: the host's record of running trees (the plugin passes it). */
+  constructor(private readonly records?: HostProcesses) {}
+
   /** Start a command; resolves once it is spawned (rejects when it cannot be). */
   async start(command: string, o: StartOptions): Promise<ManagedProcessInfo> {
-    const child = spawnShell(command, { cwd: o.cwd });
+    const tag = newTag();
+    const child = spawnShell(command, { cwd: o.cwd, tag });
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
       child.once('error', reject);
     });
+    const start = procStat(child.pid!)?.start;
+    const tree: ProcessTree = { pgid: child.pid!, tag, ...(start !== undefined ? { start } : {}) };
+    this.records?.add(tree);
     const id = `p${++this.seq}`;
     const log = new TailBuffer(o.logLimitBytes);
     const entry: Entry = {
@@ -65,6 +88,7 @@ export class ProcessManager {
       startedAt: Date.now(),
       endedAt: null,
       conversationId: o.conversationId,
+      tree,
       child,
       log,
       exited: new Promise<void>((resolve) => {
@@ -122,17 +146,19 @@ export class ProcessManager {
     return { text: all.slice(-lines).join('\n'), droppedBytes: e.log.dropped, totalBytes: e.log.total };
   }
 
-  /** Stop the process group (SIGTERM, then SIGKILL after the grace) and wait for the exit. */
-  async stop(id: string, graceMs: number): Promise<{ how: 'terminated' | 'killed' | 'already-exited'; info: ManagedProcessInfo }> {
+  /**
+   * Stop the tree (SIGTERM, then SIGKILL after the grace; at once for what ignores SIGTERM) and
+   * wait for the exit. Even after the shell exited, what it left behind is stopped too.
+   */
+  async stop(id: string, graceMs: number): Promise<StopOutcome> {
     const e = this.entries.get(id)!;
     const wasRunning = e.status === 'running';
     if (wasRunning) e.status = 'stopped';
-    let how: 'terminated' | 'killed' | 'already-exited' = 'already-exited';
-    // Even after the shell exited, what it left in its group is stopped too.
-    if (wasRunning || groupAlive(e.pid)) how = await killGroup(e.pid, graceMs);
-    if (!wasRunning && how !== 'already-exited') how = 'already-exited';
+    const r = await stopTree(e.tree, graceMs);
+    if (r.survivors.length === 0) this.records?.remove(e.tree.tag);
     await Promise.race([e.exited, delay(1000)]);
-    return { how, info: this.info(e) };
+    const how: StopHow = !wasRunning || r.how === 'none' ? 'already-exited' : r.how;
+    return { how, info: this.info(e), survivors: r.survivors, escaped: r.escaped };
   }
 
   /** Stop everything (shutdown). */
@@ -142,23 +168,23 @@ export class ProcessManager {
 
   /** Kill everything at once (unload, process exit): no waiting possible there. */
   killAllNow(): void {
-    for (const e of this.entries.values()) {
-      const running = e.status === 'running';
-      if (running) e.status = 'stopped';
-      // An exited shell's group id may only be signalled while members remain (else it could be reused).
-      if (running || groupAlive(e.pid)) killGroupNow(e.pid);
-    }
+    for (const e of this.entries.values()) if (e.status === 'running') e.status = 'stopped';
+    const alive = killTreesNow([...this.entries.values()].map((e) => e.tree));
+    for (const e of this.entries.values()) if (!alive.has(e.tree.tag)) this.records?.remove(e.tree.tag);
   }
 
   private prune(keepExited: number): void {
     const ended = [...this.entries.values()].filter((e) => e.status !== 'running');
     for (const e of ended.slice(0, Math.max(0, ended.length - keepExited))) {
-      if (!groupAlive(e.pid)) this.entries.delete(e.id);
+      // An entry leaves only once nothing of its tree runs: until then `stop` must reach it.
+      if (treeAlive(e.tree)) continue;
+      this.entries.delete(e.id);
+      this.records?.remove(e.tree.tag);
     }
   }
 
   private info(e: Entry): ManagedProcessInfo {
-    const { child: _c, log: _l, exited: _x, ...info } = e;
+    const { child: _c, log: _l, exited: _x, tree: _t, ...info } = e;
     return { ...info };
   }
 }

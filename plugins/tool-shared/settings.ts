@@ -31,7 +31,7 @@ export const BashSettingsSchema = z
     /** Output kept per call (head and tail; the middle is dropped with a marker). */
     outputLimitBytes: bytes(30_000, 64),
     /** Wait between SIGTERM and SIGKILL to the process group. */
-    killGraceMs: ms(1000, 0),
+    killGraceMs: ms(500, 0),
     /** Minimum gap between progress updates. */
     progressIntervalMs: ms(500, 0),
     /** After the shell exits, how long background holders of its output may keep it open. */
