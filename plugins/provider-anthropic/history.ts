@@ -126,6 +126,24 @@ class TurnBuilder {
     if (last?.role === 'user') insertResults(last, synthetic);
     else this.messages.push({ role: 'user', content: synthetic });
   }
+
+  /**
+   * The finished list without ending this builder: what `answerPending` would add goes into
+   * copies, so the builder can take the next round's messages where it stopped.
+   */
+  result(): WireMessage[] {
+    const out = this.messages.slice();
+    if (this.pending.size) {
+      const synthetic = [...this.pending].map((id): WireBlock => ({ type: 'tool_result', tool_use_id: id, content: INTERRUPTED_TOOL_RESULT, is_error: true }));
+      const last = out.at(-1);
+      if (last?.role === 'user') {
+        const copy = { role: last.role, content: last.content.slice() };
+        insertResults(copy, synthetic);
+        out[out.length - 1] = copy;
+      } else out.push({ role: 'user', content: synthetic });
+    }
+    return out;
+  }
 }
 
 /** tool_result blocks must lead a user turn: insert after the existing ones. */
@@ -152,21 +170,48 @@ function blocksOf(m: Message, providerId: string): WireBlock[] {
   return blocks;
 }
 
+/**
+ * Where the last conversion of a window stopped, keyed by the window's first message: a tool loop
+ * sends the same messages plus the new round's each time, so the next conversion takes only those
+ * (the pass over the whole list, not just each message's blocks, is what grew with the loop). A
+ * window whose prefix differs (truncated, compacted, pruned: new objects) starts over; an entry
+ * goes with its first message.
+ */
+interface Progress {
+  providerId: string;
+  /** The messages consumed, in order (compared by identity). */
+  consumed: Message[];
+  builder: TurnBuilder;
+}
+const progress = new WeakMap<Message, Progress>();
+
 /** Convert the history. `providerId` decides whose thinking and searches may travel back. */
 export function toAnthropicMessages(messages: Message[], providerId: string): WireMessage[] {
   let end = messages.length;
   const tail = messages[end - 1];
   // A trailing assistant turn would be read as a prefill; one cut short (error, abort) is not meant as one.
   if (tail?.role === 'assistant' && (tail.meta?.partial === true || tail.stopReason === 'error' || tail.stopReason === 'aborted')) end--;
-  const turns = new TurnBuilder();
-  for (let i = 0; i < end; i++) {
-    const m = messages[i]!;
-    turns[m.role === 'assistant' ? 'assistant' : 'user'](blocksOf(m, providerId));
+  const first = messages[0];
+  let p = first ? progress.get(first) : undefined;
+  if (!p || p.providerId !== providerId || !continues(p.consumed, messages, end)) {
+    p = { providerId, consumed: [], builder: new TurnBuilder() };
+    if (first) progress.set(first, p);
   }
-  turns.answerPending();
-  const out = turns.messages;
+  for (let i = p.consumed.length; i < end; i++) {
+    const m = messages[i]!;
+    p.builder[m.role === 'assistant' ? 'assistant' : 'user'](blocksOf(m, providerId));
+    p.consumed.push(m);
+  }
+  const out = p.builder.result();
   if (out[0]?.role === 'assistant') out.unshift({ role: 'user', content: [{ type: 'text', text: CONTINUATION_TEXT }] });
   return out;
+}
+
+/** The first `consumed.length` of `messages` (within `end`) are exactly those. */
+function continues(consumed: Message[], messages: Message[], end: number): boolean {
+  if (consumed.length > end) return false;
+  for (let i = consumed.length - 1; i >= 0; i--) if (consumed[i] !== messages[i]) return false;
+  return true;
 }
 
 /**

@@ -78,9 +78,12 @@ export function buildAnthropicRequest(req: ProviderRequest, cfg: AnthropicConfig
   if (cache) {
     const systemSlots = system.length ? 1 : 0;
     for (const i of userTurns.slice(0, Math.max(0, breakpoints - systemSlots))) {
-      const content = messages[i]!.content;
-      // A fresh copy: the last block may be a raw block shared with stored history.
+      // Fresh copies of the turn and its last block: the converted messages are kept for the
+      // next round (history.ts) and a block may be a raw one shared with stored history.
+      const turn = messages[i]!;
+      const content = turn.content.slice();
       content[content.length - 1] = { ...content[content.length - 1]!, cache_control: CACHE };
+      messages[i] = { ...turn, content };
       breakpoints--;
     }
     if (system.length) {
