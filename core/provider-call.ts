@@ -95,7 +95,8 @@ export function retryDelayMs(err: ProviderErrorInfo, attempt: number, hadOutput:
   const maxAttempts = rt?.retryMaxAttempts ?? 4;
   if (!err.retryable || hadOutput || attempt >= maxAttempts) return undefined;
   const baseDelay = rt?.retryBaseDelayMs ?? 1000;
-  const maxDelay = rt?.retryMaxDelayMs ?? 30_000;
+  // 60 s: a per-minute rate limit (Gemini asks for 26-60 s) is waited out, not failed.
+  const maxDelay = rt?.retryMaxDelayMs ?? 60_000;
   const backoff = Math.min(maxDelay, baseDelay * 2 ** (attempt - 1));
   return err.retryAfterMs !== undefined ? Math.min(maxDelay, err.retryAfterMs) : backoff / 2 + Math.random() * (backoff / 2);
 }

@@ -47,7 +47,7 @@ export interface AnthropicProviderOptions {
   /** Where the SDK's own diagnostics go (default: dropped). */
   logger?: Logger;
   /**
-   * The longest `retry-after` a retry may honour (ms; default 30 s, the kernel's default cap): a
+   * The longest `retry-after` a retry may honour (ms; default 60 s, the kernel's default cap): a
    * longer one fails the request with the time to try again. The plugin reads `runtime.retryMaxDelayMs`.
    */
   retryMaxDelayMs?: () => number;

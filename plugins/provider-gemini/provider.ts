@@ -50,7 +50,7 @@ export interface GeminiProviderOptions {
   /** Hears, once each, about settings a request could not honour. */
   logger?: Logger;
   /**
-   * The longest server retry hint (RetryInfo, Retry-After) a retry may honour (ms; default 30 s,
+   * The longest server retry hint (RetryInfo, Retry-After) a retry may honour (ms; default 60 s,
    * the kernel's default cap): a longer one fails with the time to try again. The plugin reads
    * `runtime.retryMaxDelayMs`.
    */

@@ -7,7 +7,7 @@
 import type { ProviderErrorInfo, RuntimeSettings } from '../../plugin-api.js';
 
 /** The kernel's default for `runtime.retryMaxDelayMs` (plugin-api.d.ts). */
-export const DEFAULT_RETRY_MAX_DELAY_MS = 30_000;
+export const DEFAULT_RETRY_MAX_DELAY_MS = 60_000;
 
 /** Where providers read the cap: the same setting the kernel caps its waits with. */
 export function retryMaxDelayFrom(runtime: RuntimeSettings | undefined): number {
