@@ -356,10 +356,21 @@ export interface RuntimeSettings {
   retryMaxAttempts?: number;
   /** First backoff wait (ms, default 1000); doubles per attempt, with jitter. */
   retryBaseDelayMs?: number;
-  /** Longest backoff wait, also caps a server's retry-after (ms, default 30000). */
+  /** Longest backoff wait, also caps a server's retry-after (ms, default 60000); a longer hint fails the request at once, saying when to try again. */
   retryMaxDelayMs?: number;
   /** A stream silent this long is ended with a timeout error (ms, default 120000). */
   streamIdleTimeoutMs?: number;
+  /**
+   * After a run is stopped, how long a tool call (with its before/execute/after taps) may go on
+   * before it is abandoned: its result then says the tool did not stop, and the run ends
+   * (ms, default 2000).
+   */
+  toolAbortGraceMs?: number;
+  /**
+   * How long a plugin's `apply`, and each of its `ready` and `shutdown` taps, may take before
+   * the plugin is reported failed and the host goes on without it (ms, default 10000).
+   */
+  pluginApplyTimeoutMs?: number;
 }
 
 // ────────────────────────────────────────────────────────────────────────────────────────────

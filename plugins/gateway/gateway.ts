@@ -292,8 +292,9 @@ export class Gateway implements GatewayService {
         return this.deleteConversation(m.conversationId);
       case 'settings.get': {
         const settings = this.ctx.settings.get() as Record<string, unknown>;
-        client.send({ type: 'settings', settings });
-        return { settings };
+        const warnings = this.ctx.settings.warnings();
+        client.send({ type: 'settings', settings, warnings });
+        return { settings, warnings };
       }
       case 'settings.set':
         return this.setSettings(client, m.settings);
@@ -475,7 +476,7 @@ export class Gateway implements GatewayService {
       this.settingsOrigin = client;
       try {
         const saved = await this.ctx.settings.set(next as Settings);
-        return { settings: saved };
+        return { settings: saved, warnings: this.ctx.settings.warnings() };
       } catch (err) {
         throw new ReplyError('config', (err as Error).message);
       } finally {
@@ -495,6 +496,6 @@ export class Gateway implements GatewayService {
       this.config = parsed.settings;
       if (beat) this.restartHeartbeat();
     } else this.logger.warn(`ignoring the new gateway settings: ${parsed.error}`);
-    this.fanout.broadcast({ type: 'settings', settings: settings as Record<string, unknown> }, this.settingsOrigin);
+    this.fanout.broadcast({ type: 'settings', settings: settings as Record<string, unknown>, warnings: this.ctx.settings.warnings() }, this.settingsOrigin);
   }
 }

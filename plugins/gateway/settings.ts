@@ -53,11 +53,32 @@ export const GatewaySettingsSchema = z.strictObject({
 
 export type GatewaySettings = z.infer<typeof GatewaySettingsSchema>;
 
-/** Parse the section; the error names the field as `gateway.<field>`. */
+/** Parse the section; the error names the field as `gateway.<field>` (and the nearest known key, for a misspelt one). */
 export function parseGatewaySettings(value: unknown): { ok: true; settings: GatewaySettings } | { ok: false; error: string } {
   const r = GatewaySettingsSchema.safeParse(value ?? {});
   if (r.success) return { ok: true, settings: r.data };
   const i = r.error.issues[0]!;
   const where = ['gateway', ...i.path.map(String)].join('.');
-  return { ok: false, error: `settings: ${where}: ${i.message}` };
+  const near = i.code === 'unrecognized_keys' && i.path.length === 0 && i.keys.length === 1 ? nearest(i.keys[0]!, Object.keys(GatewaySettingsSchema.shape)) : undefined;
+  return { ok: false, error: `settings: ${where}: ${i.message}${near ? ` (did you mean "${near}"?)` : ''}` };
+}
+
+/** The candidate within a few edits of `key` (case-insensitive Levenshtein), if any. Kept local: plugins do not import the kernel. */
+function nearest(key: string, candidates: string[]): string | undefined {
+  const limit = Math.min(3, Math.max(1, Math.floor(key.length / 3)));
+  const distance = (a: string, b: string) => {
+    let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+    for (let i = 1; i <= a.length; i++) {
+      const row = [i];
+      for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = row;
+    }
+    return prev[b.length]!;
+  };
+  let best: { key: string; d: number } | undefined;
+  for (const c of candidates) {
+    const d = distance(key.toLowerCase(), c.toLowerCase());
+    if (d <= limit && (!best || d < best.d)) best = { key: c, d };
+  }
+  return best?.key;
 }

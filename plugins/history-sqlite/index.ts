@@ -6,7 +6,8 @@
  *
  * Settings (`pluginSettings["history-sqlite"]`): `file` (database path, relative to the home;
  * default `liveagent.db`), `busyTimeoutMs` (how long a write waits for another process holding
- * the lock; default 5000).
+ * the lock; default 10000), `migrationLockTimeoutMs` (how long opening waits for another process
+ * creating or migrating the schema; default 60000).
  */
 import path from 'node:path';
 import { z } from 'zod';
@@ -19,11 +20,15 @@ import { HistoryStore } from './store.js';
 export const HistorySettingsSchema = z.strictObject({
   file: z.string().min(1, 'must be a non-empty path').optional(),
   busyTimeoutMs: z.number().int().min(0).optional(),
+  migrationLockTimeoutMs: z.number().int().min(0).optional(),
 });
 
 export type HistorySettings = z.infer<typeof HistorySettingsSchema>;
 
 export const DEFAULT_DB_FILE = 'liveagent.db';
+/** Long enough for a burst of CLIs and `serve` writing at once (each write holds the lock for ~1 ms). */
+export const DEFAULT_BUSY_TIMEOUT_MS = 10_000;
+export const DEFAULT_MIGRATION_LOCK_TIMEOUT_MS = 60_000;
 
 export default definePlugin({
   name: 'history-sqlite',
@@ -42,7 +47,10 @@ export default definePlugin({
     const open = () =>
       (opened ??= (async () => {
         if (closing) throw new Error('the history database is closed');
-        const handle = await openDatabase(file, { busyTimeoutMs: settings.busyTimeoutMs ?? 5000 });
+        const handle = await openDatabase(file, {
+          busyTimeoutMs: settings.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS,
+          migrationLockTimeoutMs: settings.migrationLockTimeoutMs ?? DEFAULT_MIGRATION_LOCK_TIMEOUT_MS,
+        });
         const store = new HistoryStore(handle.db);
         ctx.logger.info(`history database: ${file}`);
         return { handle, store, service: createHistoryService({ knex: handle.knex, store, runtime: ctx.runtime, track }) };

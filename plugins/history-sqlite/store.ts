@@ -2,6 +2,12 @@
  * The kernel-facing side of the store: what the persistence hooks call on every run, round and
  * coalesced progress save. Prepared better-sqlite3 statements, compiled once; each hook's writes
  * go in one transaction (one WAL append, and nothing else can interleave on the connection).
+ *
+ * Every transaction that writes is `BEGIN IMMEDIATE` (`write(...)` below): it takes the write
+ * lock before its first read, waiting up to the busy timeout for another process to finish. A
+ * deferred transaction reads first and then asks for the lock; if another process committed in
+ * between, SQLite cannot wait (its snapshot is stale) and fails at once with "database is
+ * locked", which is what several CLIs and `serve` on one home used to hit.
  */
 import { randomBytes } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -20,6 +26,11 @@ const REPAIR_SUFFIX = '-repair';
  */
 export const SEQ_RESERVE = 100_000;
 const SEQ_RESERVE_NO_RUN = 16;
+
+/** A better-sqlite3 transaction that takes the write lock up front (see the header). */
+function write<F extends (...args: never[]) => unknown>(db: BetterSqlite3.Database, fn: F): F {
+  return db.transaction(fn).immediate as unknown as F;
+}
 
 export function newSegmentId(): string {
   return `s_${Date.now().toString(36)}${randomBytes(5).toString('hex')}`;
@@ -124,7 +135,7 @@ export class HistoryStore {
     this.segmentRows = db.prepare('SELECT id, parent_segment_id, summary, checkpoint, created_at FROM segments WHERE conversation_id = ? ORDER BY rowid');
 
     this.saveUserMessage = this.guard(
-      db.transaction((m: Message, info: SessionInfo) => {
+      write(db, (m: Message, info: SessionInfo) => {
         const now = Date.now();
         this.ensure(info.conversationId, info.lastSeq, now);
         this.upsertMessage.run(messageParams(info.conversationId, m, 'complete', now));
@@ -132,7 +143,7 @@ export class HistoryStore {
       }),
     );
     this.saveProgress = this.guard(
-      db.transaction((m: Message, info: SessionInfo) => {
+      write(db, (m: Message, info: SessionInfo) => {
         const now = Date.now();
         this.ensure(info.conversationId, info.lastSeq, now);
         this.upsertMessage.run(messageParams(info.conversationId, m, 'partial', now));
@@ -140,19 +151,19 @@ export class HistoryStore {
       }),
     );
     this.saveRunFacts = this.guard(
-      db.transaction((facts: RunFacts) => {
+      write(db, (facts: RunFacts) => {
         this.ensure(facts.conversationId, 0, Date.now());
         this.runFacts.run(facts);
       }),
     );
-    this.saveRound = this.guard(db.transaction((r: RoundRecord) => this.writeRound(r)));
-    this.load = db.transaction((info: SessionInfo) => this.loadAndReserve(info));
-    this.truncate = this.guard(db.transaction((conversationId: string, fromMessageId: string) => this.truncateAt(conversationId, fromMessageId)));
+    this.saveRound = this.guard(write(db, (r: RoundRecord) => this.writeRound(r)));
+    this.load = write(db, (info: SessionInfo) => this.loadAndReserve(info));
+    this.truncate = this.guard(write(db, (conversationId: string, fromMessageId: string) => this.truncateAt(conversationId, fromMessageId)));
     this.startSegment = this.guard(
-      db.transaction((conversationId: string, summary: string, carryFromMessageId?: string, checkpoint?: Checkpoint) => this.newSegment(conversationId, summary, carryFromMessageId, checkpoint)),
+      write(db, (conversationId: string, summary: string, carryFromMessageId?: string, checkpoint?: Checkpoint) => this.newSegment(conversationId, summary, carryFromMessageId, checkpoint)),
     );
     this.saveCheckpoint = this.guard(
-      db.transaction((r: CheckpointRecord) => {
+      write(db, (r: CheckpointRecord) => {
         const now = Date.now();
         this.ensure(r.conversationId, r.lastSeq, now);
         const c = r.checkpoint;
