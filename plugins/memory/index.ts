@@ -1,0 +1,90 @@
+/**
+ * memory: long-term memory as Markdown files, in two scopes (paths.ts): the user's under
+ * `$LIVEAGENT_HOME/memory/` and the project's under `<workdir>/.liveagent/memory/`.
+ *
+ * - The `Memory` tool (tool.ts) edits them with the commands of Anthropic's memory tool.
+ * - The overview (overview.ts), an index of the files, is placed in the system prompt at
+ *   stage MEMORY. It is read once per run, at its first request: later rounds reuse it, so a
+ *   memory the model writes mid-run does not change the prompt (and its cache) under it.
+ * - Silent extraction (extractor.ts) proposes memories after completed turns into an
+ *   unreviewed list, for the user to accept; it never writes memory files.
+ * - The `memory` service (service.ts) serves a future WebUI page.
+ *
+ * Settings: the top-level `memory` section (settings.ts, docs/settings.md), read for every run.
+ */
+import type { SystemPart } from '../../plugin-api.js';
+import { definePlugin, SystemPromptStages } from '../../core/define-plugin.js';
+import { Extractor } from './extractor.js';
+import { listAll } from './files.js';
+import { overviewText } from './overview.js';
+import { userRoot } from './paths.js';
+import { createMemoryService, MEMORY_SERVICE } from './service.js';
+import { memorySettings, MemorySettingsSchema, type MemorySettingsInput } from './settings.js';
+import { MemoryStore } from './store.js';
+import { memoryTool } from './tool.js';
+import { UnreviewedList } from './unreviewed.js';
+
+const MAX_RUNS = 64;
+
+export default definePlugin({
+  name: 'memory',
+  version: '0.1.0',
+  settingsKey: 'memory',
+  settingsSchema: MemorySettingsSchema,
+  apply(ctx) {
+    const boot = (ctx.config ?? {}) as MemorySettingsInput;
+    const settings = () => memorySettings(ctx.settings.get(), boot);
+    const home = ctx.paths.home;
+    const store = new MemoryStore(home, () => settings().maxFileBytes);
+    const list = new UnreviewedList(userRoot(home));
+
+    ctx.registerTool(memoryTool(store));
+    ctx.sessionHooks.tools.tap((tools, rctx) => (memorySettings(rctx.settings, boot).enabled ? tools : tools.filter((t) => t.name !== 'Memory')));
+
+    const perRun = new Map<string, Promise<SystemPart | undefined>>();
+    ctx.sessionHooks.systemPrompt.tap(
+      async (parts, rctx) => {
+        const s = memorySettings(rctx.settings, boot);
+        if (!s.enabled) return parts;
+        let part = perRun.get(rctx.runId);
+        if (!part) {
+          const tool = rctx.tools.some((t) => t.name === 'Memory');
+          part = listAll({ home, workdir: rctx.workdir }).then(
+            (files) => {
+              const text = overviewText(files, { maxLines: s.overviewMaxLines, maxBytes: s.overviewMaxBytes }, tool);
+              return text ? { id: 'memory', text } : undefined;
+            },
+            (err: unknown) => {
+              ctx.logger.warn(`cannot read the memory folders: ${(err as Error)?.message ?? String(err)}`);
+              return undefined;
+            },
+          );
+          perRun.set(rctx.runId, part);
+          if (perRun.size > MAX_RUNS) perRun.delete(perRun.keys().next().value!);
+        }
+        const found = await part;
+        return found ? [...parts, found] : parts;
+      },
+      { stage: SystemPromptStages.MEMORY },
+    );
+
+    const extractor = new Extractor({
+      runtime: ctx.runtime,
+      logger: ctx.logger,
+      settings,
+      list,
+      files: (workdir) => listAll({ home, workdir }),
+      reportFailure: (message) => ctx.reportFailure(message),
+    });
+    ctx.sessionHooks.saveUserMessage.tap((message, session) => {
+      extractor.userMessage(message, session);
+    });
+    ctx.sessionHooks.turnEnd.tap((result, session) => {
+      perRun.delete(result.runId);
+      extractor.turnEnded(result, session);
+    });
+    ctx.hooks.shutdown.tap(() => extractor.shutdown());
+
+    ctx.provide(MEMORY_SERVICE, createMemoryService(store, list, home, () => extractor.whenIdle()));
+  },
+});

@@ -1,0 +1,65 @@
+/**
+ * The `memory` service, for a WebUI memory page (and hosts): list, read, write and delete memory
+ * files, and review what silent extraction proposed (accept into a file, or dismiss). It goes
+ * through the same store and checks as the Memory tool. Project-scope paths need `workdir`.
+ *
+ * Consumers import this type only (`import type`), as gateway does with the mcp service.
+ */
+import { listAll, type MemoryFileInfo } from './files.js';
+import { virtualOf } from './paths.js';
+import type { MemoryStore } from './store.js';
+import type { MemoryProposal, UnreviewedList } from './unreviewed.js';
+
+export const MEMORY_SERVICE = 'memory';
+
+export interface MemoryService {
+  /** Memory files of both scopes (the project's only with `workdir`). */
+  list(opts?: { workdir?: string }): Promise<MemoryFileInfo[]>;
+  /** A file's text, by virtual path (`/memories/...`). */
+  read(path: string, opts?: { workdir?: string }): Promise<string>;
+  /** Create or replace a file. */
+  write(path: string, text: string, opts?: { workdir?: string }): Promise<void>;
+  /** Delete a file or folder. */
+  delete(path: string, opts?: { workdir?: string }): Promise<void>;
+  /** Proposals waiting for review, oldest first. */
+  unreviewed(): Promise<MemoryProposal[]>;
+  /**
+   * Accept a proposal: its text (or `text`, edited) is appended as a list item to its file (or
+   * `path`), and it leaves the list. Resolves to the file's virtual path.
+   */
+  accept(id: string, opts?: { path?: string; text?: string; workdir?: string }): Promise<string>;
+  /** Dismiss a proposal; false when there was none with that id. */
+  dismiss(id: string): Promise<boolean>;
+  /** Resolves once no extraction is waiting or running (tests, orderly hosts). */
+  whenIdle(): Promise<void>;
+}
+
+export function createMemoryService(store: MemoryStore, list: UnreviewedList, home: string, whenIdle: () => Promise<void>): MemoryService {
+  return {
+    list: (opts = {}) => listAll(opts.workdir ? { home, workdir: opts.workdir } : { home }),
+    read: (p, opts = {}) => store.read(p, opts.workdir),
+    async write(p, text, opts = {}) {
+      await store.create(p, text, opts.workdir, { overwrite: true });
+    },
+    async delete(p, opts = {}) {
+      await store.delete(p, opts.workdir);
+    },
+    unreviewed: () => list.list(),
+    async accept(id, opts = {}) {
+      const pending = (await list.list()).find((p) => p.id === id);
+      if (!pending) throw new Error(`no unreviewed memory with id "${id}"`);
+      const workdir = opts.workdir ?? pending.workdir;
+      const target = opts.path ?? virtualOf(pending.scope, [pending.file]);
+      const text = (opts.text ?? pending.text).trim();
+      if (!text) throw new Error('the memory text is empty');
+      // Written first, taken from the list second: a failed write leaves the proposal pending.
+      const written = await store.append(target, `- ${text.replace(/\n+/g, ' ')}`, workdir);
+      await list.take(id);
+      return written;
+    },
+    async dismiss(id) {
+      return (await list.take(id)) !== undefined;
+    },
+    whenIdle,
+  };
+}
