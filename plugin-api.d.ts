@@ -188,7 +188,9 @@ export interface EditedFile {
  * A plugin: a plain object. `apply` runs once at boot, in load order.
  * Contract: load order follows `requires` (a plugin loads after what it requires), then
  * `enforce` ('pre' first, 'post' last), then the order given. A missing requirement or a cycle
- * stops boot with an error that names the plugins.
+ * stops boot with an error that names the plugins. Names are unique: a third-party plugin whose
+ * name a builtin (or a third-party plugin earlier in sorted folder order) already has is skipped
+ * and reported as a failed plugin naming both sources; the host boots with the first one.
  */
 export interface Plugin {
   /** Unique name, e.g. `provider-anthropic` or `acme-weather`. Used in every error and tap. */
@@ -206,7 +208,14 @@ export interface Plugin {
   settingsSchema?: SchemaLike;
   /** Top-level settings key this plugin owns instead of `pluginSettings.<name>` (e.g. `mcpServers`). */
   settingsKey?: string;
-  /** Wire the plugin up. May be async; a throw here is reported with the plugin's name and the host goes on without it. */
+  /**
+   * Wire the plugin up. May be async. Contract: a throw or rejection here, or not settling
+   * within `runtime.pluginApplyTimeoutMs` (default 10 s), is reported as a plugin failure with
+   * the plugin's name; what it registered so far is undone, its context is revoked (registering
+   * or tapping later throws), plugins requiring it are skipped, and the host goes on without it.
+   * Errors thrown later by code `apply` started (a timer, a promise nobody awaits) are reported
+   * with the plugin's name and the host keeps running (see {@link SessionHookTaps}).
+   */
   apply(ctx: PluginContext): void | Promise<void>;
 }
 
@@ -227,7 +236,7 @@ export interface PluginContext {
    * the tap receives the session's {@link RequestContext} or {@link SessionInfo}.
    */
   readonly sessionHooks: SessionHookTaps;
-  /** Register a tool. Disposing it withdraws the tool. */
+  /** Register a tool. Disposing it withdraws the tool. Like every `register*` and `provide`, throws once the plugin failed to load or was unloaded. */
   registerTool(tool: ToolDefinition): Disposable;
   /** Register a provider. Disposing it withdraws the provider. */
   registerProvider(provider: Provider): Disposable;
@@ -253,7 +262,11 @@ export interface PluginContext {
   readonly subscriptions: Disposable[];
   /** Paths the host runs with. */
   readonly paths: RuntimePaths;
-  /** The runtime: tools, providers, sessions. For hosts and plugins that drive conversations (the gateway). */
+  /**
+   * The runtime: tools, providers, sessions. For hosts and plugins that drive conversations (the
+   * gateway). Its calls run as the kernel's work: what goes wrong in a run a plugin starts is not
+   * blamed on that plugin.
+   */
   readonly runtime: RuntimeApi;
 }
 
@@ -346,7 +359,7 @@ export interface CustomProviderSettings {
   models?: ModelInfo[];
 }
 
-/** Limits of a run. Every timeout is configurable so tests run in seconds. */
+/** Limits of a run and of plugin start-up. Every timeout is configurable so tests run in seconds. */
 export interface RuntimeSettings {
   /** Maximum model rounds in one tool loop (default 50). */
   maxRounds?: number;
@@ -371,6 +384,10 @@ export interface RuntimeSettings {
    * the plugin is reported failed and the host goes on without it (ms, default 10000).
    */
   pluginApplyTimeoutMs?: number;
+  /** How long one plugin's `turnEnd` work may take in the background before it is reported and no longer waited for (ms, default 60000). */
+  afterTurnTimeoutMs?: number;
+  /** `turnEnd` calls one plugin may have in flight; later ones wait their turn (default 4). */
+  afterTurnConcurrency?: number;
 }
 
 // ────────────────────────────────────────────────────────────────────────────────────────────
@@ -412,7 +429,11 @@ export interface ToolDefinition<Args = any> {
    * arguments stamped with host data (e.g. a deadline) that clients see and `execute` receives.
    */
   prepareArguments?(args: Args, ctx: ToolContext): Args;
-  /** Run the tool. Throwing is the same as returning `{ isError: true }` with the message. */
+  /**
+   * Run the tool. Throwing is the same as returning `{ isError: true }` with the message.
+   * Contract: honour `ctx.signal`; a call still going `runtime.toolAbortGraceMs` (default 2 s)
+   * after the run was stopped is abandoned with an error result saying the tool did not stop.
+   */
   execute(args: Args, ctx: ToolContext): Promise<ToolResult>;
 }
 
@@ -909,7 +930,7 @@ export interface TapOptions {
 
 /** A tap-only view of a hook: the plugin can tap, only the owner calls. The tap is named after the plugin. */
 export interface HookTap<Args extends unknown[], R> {
-  /** Add a tap named after the plugin; dispose the result to remove it. */
+  /** Add a tap named after the plugin; dispose the result to remove it. Throws once the plugin failed to load or was unloaded. */
   tap(fn: (...args: Args) => R, options?: TapOptions): Disposable;
 }
 
@@ -942,25 +963,39 @@ export declare const MessageStages: {
   readonly SANITIZE: 200;
 };
 
-/** Process-wide hooks. */
+/**
+ * Process-wide hooks. Contract (what a throw or rejection in a tap does, the error naming the
+ * plugin): in `ready` the plugin is reported failed and unloaded, and the host keeps booting; in
+ * `shutdown` and `sessionCreated` it is reported and the host goes on; in `failed` it is only
+ * logged (reporting it would call `failed` again). `ready` and `shutdown` taps are bounded by
+ * `runtime.pluginApplyTimeoutMs` like `apply`.
+ */
 export interface KernelHookTaps {
-  /** All plugins applied; hosts start serving after it. */
+  /** All plugins applied; hosts start serving after it. A tap that throws (or hangs) fails its plugin alone. */
   ready: HookTap<[], void | Promise<void>>;
   /** The process is stopping: finish writes, close sockets, stop children. */
   shutdown: HookTap<[], void | Promise<void>>;
   /** A conversation session was created (first use in this process). */
   sessionCreated: HookTap<[SessionInfo], void>;
-  /** Something failed outside a run (a plugin, a tap, a background task). */
+  /** Something failed outside a run (a plugin, a tap, a background task, an error a plugin's timer threw). */
   failed: HookTap<[RuntimeErrorInfo], void>;
 }
 
 /**
  * Per-conversation hooks, in the order a run uses them. Waterfall hooks return the (possibly
  * changed) value; bail hooks stop at the first tap that returns something other than undefined.
- * Contract: a throw in a waterfall/bail tap fails the run with the plugin and hook named
- * (except `compaction`: its failure becomes a `compaction` error event and the run goes on with
- * the history as it was); a throw in a notification tap (`event`, `turnEnd`) is reported and the
- * run goes on.
+ * Contract, what a throw or rejection in a tap does (every error names the plugin and the hook):
+ * - the run fails (`error` event, `agent_end` status `error`): `loadHistory`, `saveUserMessage`,
+ *   `saveRound`, `truncateHistory`, `systemPrompt`, `messages`, `tools`, `providerRequest`;
+ * - the call gets an error result the model reads, and the run goes on: `beforeToolCall`,
+ *   `executeTool`, `afterToolCall`;
+ * - the compaction fails (a `compaction` error event) and the run goes on with the history as it
+ *   was: `compaction`, `saveCheckpoint`;
+ * - it is reported (logged and the kernel's `failed` hook) and the run goes on: `saveProgress`,
+ *   `providerEvent`, `event`, `turnEnd` (an async tap's rejection too).
+ * Code a tap (or a tool's `execute`) starts runs in the plugin's name: an error it throws later
+ * from a timer or an unawaited promise is reported naming the plugin, and the run the tap was
+ * called for, if still going, ends with an `error` event and `agent_end` status `error`.
  */
 export interface SessionHookTaps {
   /** Load the stored history (bail: the persistence plugin answers). */
@@ -1009,7 +1044,16 @@ export interface SessionHookTaps {
   afterToolCall: HookTap<[ToolResult, ToolCallInfo], ToolResult | Promise<ToolResult>>;
   /** Notification: every lifecycle event, with its sequence number. Must not block. */
   event: HookTap<[LifecycleEvent], void>;
-  /** Notification (awaited, in parallel): the run ended. Titles, memory and user hooks go here. */
+  /**
+   * Notification, after the run: titles, memory and user hooks go here. The session is given as
+   * the run ended (`run` set, `lastSeq` its last event).
+   * Contract: runs in the background once the run is over (the conversation is free for its next
+   * run, `agent_end` emitted, `result` settled without waiting for it); taps run in parallel. Each
+   * call may take `runtime.afterTurnTimeoutMs` (default 60000 ms) before it is reported (naming
+   * the plugin) and no longer waited for; a plugin has at most `runtime.afterTurnConcurrency`
+   * (default 4) calls in flight, later ones wait their turn. `shutdown` waits for what is in
+   * flight, within that bound, before any plugin's `shutdown` tap. A throw is reported, never fatal.
+   */
   turnEnd: HookTap<[RunResult, SessionInfo], void | Promise<void>>;
 }
 

@@ -4,13 +4,16 @@
  * database, socket or UI.
  */
 import { asClass, asValue, createContainer, InjectionMode, type AwilixContainer } from 'awilix';
-import type { Disposable, KernelHookTaps, Plugin, PluginContext, PluginModule, RuntimeErrorInfo, RuntimePaths, SessionHookTaps, Settings } from '../plugin-api.js';
-import { ConfigError, PluginError, RuntimeError, toErrorInfo } from './errors.js';
-import { createKernelHooks, createSessionHooks, facadeFor, trackDisposable, type KernelHooks, type SessionHooks } from './hooks.js';
+import type { Disposable, Plugin, PluginModule, RuntimeErrorInfo, RuntimePaths, Settings } from '../plugin-api.js';
+import { asPlugin, installCrashGuard, registerCrashOwner } from './crash-guard.js';
+import { PluginError, RuntimeError, toErrorInfo } from './errors.js';
+import { createKernelHooks, createSessionHooks, type KernelHooks, type SessionHooks } from './hooks.js';
+import { kernelCrashOwner } from './kernel-crashes.js';
 import { createLogger, type LogSink } from './logger.js';
 import { resolvePaths } from './paths.js';
+import { applyPlugin, DEFAULT_APPLY_TIMEOUT_MS, disposeAll, revoke, type ContextDeps, type PluginSlot } from './plugin-context.js';
 import { tapKernelRequestParts } from './request-parts.js';
-import { discoverThirdParty, orderPlugins, resolvePluginModule } from './plugin-loader.js';
+import { dedupePlugins, discoverThirdParty, orderPlugins, resolvePluginModule, type PluginCandidate } from './plugin-loader.js';
 import { ProviderRegistry, ServiceRegistry, ToolRegistry } from './registries.js';
 import { Runtime } from './runtime.js';
 import { SessionManager } from './sessions.js';
@@ -43,10 +46,23 @@ export interface KernelOptions {
   /** Load third-party plugins from `<home>/plugins` and settings (default true). */
   thirdParty?: boolean;
   logSink?: LogSink;
+  /**
+   * How long a plugin's `apply` (and each `ready` / `shutdown` tap) may take before it is
+   * reported failed and skipped (ms). Default: settings `runtime.pluginApplyTimeoutMs`, else 10000.
+   */
+  applyTimeoutMs?: number;
+  /**
+   * Catch uncaught exceptions and unhandled rejections while the kernel is alive, blaming the
+   * plugin whose code threw (default true). Off for embedders that install their own handlers.
+   */
+  crashGuard?: boolean;
 }
 
 export interface LoadedPlugin {
+  /** The plugin's name; for one that was never applied (import failed, name taken), where it came from. */
   name: string;
+  /** `builtin`, `embedded`, a plugin folder or an npm package. */
+  origin?: string;
   status: 'active' | 'failed' | 'unloaded';
   /** How long `apply` took (ms), for start-up budgets. */
   applyMs?: number;
@@ -55,7 +71,9 @@ export interface LoadedPlugin {
 
 export class Kernel {
   readonly loaded: LoadedPlugin[] = [];
-  private readonly disposers: Array<{ name: string; subs: Disposable[] }> = [];
+  private readonly disposers: PluginSlot[] = [];
+  /** Undone at shutdown: the process-level crash handlers and this kernel's place among their owners. */
+  readonly guards: Disposable[] = [];
   private stopped = false;
 
   constructor(
@@ -74,8 +92,8 @@ export class Kernel {
     return this.loaded.filter((p) => p.status === 'failed').map((p) => p.error!);
   }
 
-  track(name: string, subs: Disposable[]) {
-    this.disposers.push({ name, subs });
+  track(slot: PluginSlot) {
+    this.disposers.push(slot);
   }
 
   /**
@@ -88,7 +106,7 @@ export class Kernel {
     const dependents = this.loaded.filter((p) => p.status === 'active' && this.requiresOf.get(p.name)?.includes(name)).map((p) => p.name);
     const done = dependents.flatMap((d) => this.unload(d));
     const [entryToUndo] = this.disposers.splice(this.disposers.findIndex((d) => d.name === name), 1);
-    if (entryToUndo) disposeAll(entryToUndo.subs);
+    if (entryToUndo) revoke(entryToUndo, 'was unloaded');
     const entry = this.loaded.find((p) => p.name === name);
     if (entry) entry.status = 'unloaded';
     return [...done, name];
@@ -107,20 +125,10 @@ export class Kernel {
     await Promise.race([Promise.all(runs.map((r) => r.result)), new Promise((r) => (timer = setTimeout(r, 5000)))]);
     clearTimeout(timer);
     await this.hooks.shutdown.promise();
-    for (const { subs } of this.disposers.reverse()) disposeAll(subs);
+    for (const slot of this.disposers.reverse()) revoke(slot, 'was unloaded at shutdown');
     this.sessions.clear();
     await this.container.dispose();
-  }
-}
-
-/** Undo registrations in reverse order; one failing disposer does not stop the rest. */
-function disposeAll(subs: Disposable[]): void {
-  for (const d of subs.splice(0).reverse()) {
-    try {
-      d.dispose();
-    } catch {
-      /* keep undoing the rest */
-    }
+    disposeAll(this.guards);
   }
 }
 
@@ -154,112 +162,88 @@ export async function createKernel(options: KernelOptions = {}): Promise<Kernel>
     logger.error(info.message);
     if (kernelHooks.failed.isUsed()) kernelHooks.failed.call(info);
   };
-  // The kernel's own request parts sit at their documented stages, tapped before any plugin.
-  kernel.track('kernel', tapKernelRequestParts(sessionHooks, reportFailure));
-
-  // Gather every plugin: builtins, extras, then third-party. A third-party plugin that cannot
-  // be imported is reported by name and skipped; the host keeps going.
-  const candidates: Plugin[] = [];
-  const origins = new Map<string, string>();
-  const add = async (mod: PluginModule, origin: string) => {
-    const p = await resolvePluginModule(mod, origin);
-    candidates.push(p);
-    origins.set(p.name, origin);
-  };
-  for (const mod of options.builtins ?? []) await add(mod, 'builtin');
-  for (const mod of options.plugins ?? []) await add(mod, 'embedded');
-  if (options.thirdParty !== false) {
-    for (const found of discoverThirdParty(paths.plugins, paths.home, settings.get().plugins)) {
-      try {
-        await add(await found.load(), found.origin);
-      } catch (err) {
-        const info = err instanceof RuntimeError ? err.toInfo() : toErrorInfo(new PluginError(found.origin, `cannot load plugin from ${found.origin}: ${(err as Error).message}`, { cause: err }));
-        kernel.loaded.push({ name: found.origin, status: 'failed', error: info });
-        reportFailure(info);
-      }
-    }
+  const owner = kernelCrashOwner({ logger, reportFailure, sessions: kernel.sessions });
+  if (options.crashGuard !== false) kernel.guards.push(installCrashGuard());
+  kernel.guards.push(registerCrashOwner(owner));
+  try {
+    await loadPlugins(kernel, options, { kernelHooks, sessionHooks, tools, providers, services, settings, paths, runtime, log, reportFailure, owner });
+  } catch (err) {
+    disposeAll(kernel.guards);
+    throw err;
   }
-
-  const ordered = orderPlugins(candidates); // throws DependencyError naming the plugins
-  const failed = new Set<string>();
-  for (const plugin of ordered) {
-    const blocker = (plugin.requires ?? []).find((r) => failed.has(r));
-    if (blocker) {
-      const info = new PluginError(plugin.name, `plugin "${plugin.name}" was not loaded because plugin "${blocker}", which it requires, failed`).toInfo();
-      failed.add(plugin.name);
-      kernel.loaded.push({ name: plugin.name, status: 'failed', error: info });
-      reportFailure(info);
-      continue;
-    }
-    const subs: Disposable[] = [];
-    const started = performance.now();
-    try {
-      const ctx = makeContext(plugin, subs, { kernelHooks, sessionHooks, tools, providers, services, settings, paths, runtime, log, reportFailure });
-      await plugin.apply(ctx);
-      kernel.track(plugin.name, subs);
-      kernel.requiresOf.set(plugin.name, plugin.requires ?? []);
-      kernel.loaded.push({ name: plugin.name, status: 'active', applyMs: performance.now() - started });
-    } catch (err) {
-      disposeAll(subs);
-      const info =
-        err instanceof RuntimeError && err.plugin === plugin.name
-          ? err.toInfo()
-          : new PluginError(plugin.name, `plugin "${plugin.name}" failed to apply: ${(err as Error)?.message ?? String(err)}`, { hook: 'apply', cause: err }).toInfo();
-      failed.add(plugin.name);
-      kernel.loaded.push({ name: plugin.name, status: 'failed', error: info });
-      reportFailure(info);
-    }
-  }
-  await kernelHooks.ready.promise();
   return kernel;
 }
 
-interface ContextDeps {
-  kernelHooks: KernelHooks;
-  sessionHooks: SessionHooks;
-  tools: ToolRegistry;
-  providers: ProviderRegistry;
-  services: ServiceRegistry;
-  settings: FileSettingsStore;
-  paths: RuntimePaths;
-  runtime: Runtime;
-  log: (source: string) => ReturnType<typeof createLogger>;
-  reportFailure: (info: RuntimeErrorInfo) => void;
-}
+type LoadDeps = Omit<ContextDeps, 'pluginFailed' | 'timeoutMs'>;
 
-function makeContext(plugin: Plugin, subs: Disposable[], d: ContextDeps): PluginContext {
-  const name = plugin.name;
-  const current = d.settings.get();
-  const raw = plugin.settingsKey ? current[plugin.settingsKey] : current.pluginSettings?.[name];
-  let config: unknown = raw;
-  if (plugin.settingsSchema) {
-    const r = plugin.settingsSchema.safeParse(raw ?? {});
-    if (!r.success) {
-      const i = r.error.issues[0]!;
-      const where = plugin.settingsKey ?? `pluginSettings.${name}`;
-      throw new ConfigError(`settings for plugin "${name}": ${[where, ...i.path.map(String)].join('.')}: ${i.message}`, { plugin: name });
+async function loadPlugins(kernel: Kernel, options: KernelOptions, deps: LoadDeps): Promise<void> {
+  const { reportFailure, settings, paths } = deps;
+  // The kernel's own request parts sit at their documented stages, tapped before any plugin.
+  kernel.track({ name: 'kernel', subs: tapKernelRequestParts(deps.sessionHooks, reportFailure) });
+  const fail = (name: string, info: RuntimeErrorInfo, origin?: string) => {
+    kernel.loaded.push({ name, ...(origin ? { origin } : {}), status: 'failed', error: info });
+    reportFailure(info);
+  };
+
+  // Gather every plugin: builtins, extras, then third-party. A third-party plugin that cannot
+  // be imported, or whose name is taken, is reported by name and skipped; the host keeps going.
+  const candidates: PluginCandidate[] = [];
+  const add = async (mod: PluginModule, origin: string, thirdParty: boolean) => {
+    candidates.push({ plugin: await resolvePluginModule(mod, origin), origin, thirdParty });
+  };
+  for (const mod of options.builtins ?? []) await add(mod, 'builtin', false);
+  for (const mod of options.plugins ?? []) await add(mod, 'embedded', false);
+  if (options.thirdParty !== false) {
+    for (const found of discoverThirdParty(paths.plugins, paths.home, settings.get().plugins)) {
+      try {
+        // Module code runs at import: what it schedules is blamed on the folder (no name yet).
+        await asPlugin({ plugin: found.origin, hook: 'load', owner: deps.owner }, async () => add(await found.load(), found.origin, true));
+      } catch (err) {
+        const info = err instanceof RuntimeError ? err.toInfo() : toErrorInfo(new PluginError(found.origin, `cannot load plugin from ${found.origin}: ${(err as Error).message}`, { cause: err }));
+        fail(found.origin, info, found.origin);
+      }
     }
-    config = r.data;
   }
-  const track = (disp: Disposable) => trackDisposable(subs, disp);
-  if (plugin.settingsSchema) {
-    const key = plugin.settingsKey;
-    track(d.settings.addSection(name, key ?? `pluginSettings.${name}`, (s) => (key ? s[key] : s.pluginSettings?.[name]), plugin.settingsSchema));
+  const { kept, skipped } = dedupePlugins(candidates); // throws DependencyError for two builtins of one name
+  for (const s of skipped) fail(s.origin, s.error, s.origin);
+  const origins = new Map(kept.map((c) => [c.plugin.name, c.origin]));
+
+  const ordered = orderPlugins(kept.map((c) => c.plugin)); // throws DependencyError naming the plugins
+  const limit = options.applyTimeoutMs ?? settings.get().runtime?.pluginApplyTimeoutMs;
+  const timeoutMs = typeof limit === 'number' && limit > 0 ? limit : DEFAULT_APPLY_TIMEOUT_MS;
+  const readyFailures: RuntimeErrorInfo[] = [];
+  const pluginFailed = (info: RuntimeErrorInfo) => {
+    readyFailures.push(info);
+    reportFailure(info);
+  };
+  const failed = new Set<string>();
+  for (const plugin of ordered) {
+    const origin = origins.get(plugin.name);
+    const blocker = (plugin.requires ?? []).find((r) => failed.has(r));
+    if (blocker) {
+      failed.add(plugin.name);
+      fail(plugin.name, new PluginError(plugin.name, `plugin "${plugin.name}" was not loaded because plugin "${blocker}", which it requires, failed`).toInfo(), origin);
+      continue;
+    }
+    const started = performance.now();
+    const { slot, error } = await applyPlugin(plugin, { ...deps, pluginFailed, timeoutMs });
+    if (error) {
+      failed.add(plugin.name);
+      fail(plugin.name, error, origin);
+      continue;
+    }
+    kernel.track(slot);
+    kernel.requiresOf.set(plugin.name, plugin.requires ?? []);
+    kernel.loaded.push({ name: plugin.name, ...(origin ? { origin } : {}), status: 'active', applyMs: performance.now() - started });
   }
-  return Object.freeze({
-    name,
-    hooks: facadeFor<KernelHooks, KernelHookTaps>(name, d.kernelHooks as never, subs, d.reportFailure),
-    sessionHooks: facadeFor<SessionHooks, SessionHookTaps>(name, d.sessionHooks as never, subs, d.reportFailure),
-    registerTool: (tool) => track(d.tools.add(tool, name)),
-    registerProvider: (provider) => track(d.providers.add(provider, name)),
-    provide: (key, service) => track(d.services.provide(key, service, name)),
-    service: <T>(key: string) => d.services.get<T>(key),
-    logger: d.log(name),
-    reportFailure: (message, details) => d.reportFailure(new PluginError(name, `plugin "${name}": ${message}`, details ? { details } : {}).toInfo()),
-    config,
-    settings: d.settings,
-    subscriptions: subs,
-    paths: d.paths,
-    runtime: d.runtime,
-  } satisfies PluginContext);
+  // A `ready` tap that throws (or hangs) fails its plugin alone: it is unloaded, the host boots.
+  await deps.kernelHooks.ready.promise();
+  for (const info of readyFailures) {
+    const name = info.plugin;
+    const entry = kernel.loaded.find((p) => p.name === name && p.status === 'active');
+    if (!name || !entry) continue;
+    kernel.unload(name);
+    entry.status = 'failed';
+    entry.error = info;
+  }
 }

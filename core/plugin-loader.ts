@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import type { Plugin, PluginModule } from '../plugin-api.js';
+import type { Plugin, PluginModule, RuntimeErrorInfo } from '../plugin-api.js';
 import { DependencyError, PluginError } from './errors.js';
 
 const PluginManifestSchema = z.object({
@@ -97,6 +97,46 @@ export function discoverThirdParty(pluginsDir: string, home: string, npmNames: s
     });
   }
   return found;
+}
+
+/** A plugin gathered for loading, with where it came from. */
+export interface PluginCandidate {
+  plugin: Plugin;
+  /** `builtin`, `embedded`, a plugin folder or `npm package "name"`. */
+  origin: string;
+  /** From `$LIVEAGENT_HOME/plugins` or settings (may be skipped); else the host's own (may not). */
+  thirdParty: boolean;
+}
+
+function describeOrigin(c: PluginCandidate): string {
+  return c.thirdParty ? c.origin : `the ${c.origin} plugin`;
+}
+
+/**
+ * One plugin per name. A third-party plugin whose name is taken (by a builtin, or by a
+ * third-party plugin earlier in sorted order) is skipped with a failure naming both sources; the
+ * first one is kept. Two of the host's own plugins with one name are the host's bug: a
+ * DependencyError naming both.
+ */
+export function dedupePlugins(candidates: PluginCandidate[]): { kept: PluginCandidate[]; skipped: Array<{ origin: string; error: RuntimeErrorInfo }> } {
+  const byName = new Map<string, PluginCandidate>();
+  const kept: PluginCandidate[] = [];
+  const skipped: Array<{ origin: string; error: RuntimeErrorInfo }> = [];
+  for (const c of candidates) {
+    const name = c.plugin.name;
+    const first = byName.get(name);
+    if (!first) {
+      byName.set(name, c);
+      kept.push(c);
+      continue;
+    }
+    if (!c.thirdParty) throw new DependencyError(`two plugins are named "${name}": ${describeOrigin(first)} and ${describeOrigin(c)}`, { plugin: name, origins: [first.origin, c.origin] });
+    const message = first.thirdParty
+      ? `plugin "${name}" from ${c.origin} was skipped: the plugin from ${first.origin} has the same name and was loaded instead (rename one of them)`
+      : `plugin "${name}" from ${c.origin} was skipped: it has the name of a ${first.origin} plugin, which was kept (rename the plugin in ${c.origin})`;
+    skipped.push({ origin: c.origin, error: new PluginError(name, message, { details: { origin: c.origin, keptOrigin: first.origin } }).toInfo() });
+  }
+  return { kept, skipped };
 }
 
 /**

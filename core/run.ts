@@ -108,6 +108,17 @@ export class Run implements RunHandle {
     if (!this.controller.signal.aborted) this.controller.abort(new CancelledError(`The run was stopped (${reason})`));
   }
 
+  // ── Crash guard (core/kernel-crashes.ts) ──
+  /** Set when a plugin's code failed asynchronously for this run. */
+  private failure: RuntimeErrorInfo | undefined;
+
+  /** End the run with `error`: it stops as `abort` does, then ends with that error event and agent_end status 'error'. */
+  fail(error: RuntimeErrorInfo): void {
+    if (this.failure) return;
+    this.failure = error;
+    this.abort('a plugin failed');
+  }
+
   get signal(): AbortSignal {
     return this.controller.signal;
   }
@@ -170,6 +181,12 @@ export class Run implements RunHandle {
     } catch (err) {
       status = this.signal.aborted && !(err instanceof UsageError) ? 'aborted' : 'error';
       error = toErrorInfo(err);
+      if (started && !this.failure) this.emit({ type: 'error', error });
+    }
+    // Crash guard: the plugin's failure is why the run stopped, not the abort it caused.
+    if (this.failure) {
+      status = 'error';
+      error = this.failure;
       if (started) this.emit({ type: 'error', error });
     }
     if (status === 'error' && !error) error = this.lastError;
@@ -181,11 +198,11 @@ export class Run implements RunHandle {
     }
     this.log.close();
     this.window = [];
-    try {
-      if (started) await this.deps.hooks.turnEnd.promise(result, session.info());
-    } finally {
-      this.deps.sessions.finish(session, this);
-    }
+    // The run is over before its turnEnd taps run (titles, memory, hooks: core/after-turn.ts), so
+    // the next message never waits for them. They see the session as it ended (with `run`).
+    const info = session.info();
+    this.deps.sessions.finish(session, this);
+    if (started) this.deps.sessions.afterTurn.schedule(result, info);
     return result;
   }
 

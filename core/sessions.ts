@@ -8,7 +8,8 @@
  * run reloads it), and recent client request ids live in one bounded map for all conversations.
  */
 import type { KernelHooks, SessionHooks } from './hooks.js';
-import type { Checkpoint, HistorySnapshot, Message, SessionInfo } from '../plugin-api.js';
+import type { Checkpoint, HistorySnapshot, Logger, Message, SessionInfo, SettingsStore } from '../plugin-api.js';
+import { AfterTurn } from './after-turn.js';
 import { UsageError } from './errors.js';
 import { repairHistory } from './history-repair.js';
 import type { Run } from './run.js';
@@ -66,10 +67,13 @@ export class SessionManager {
   private recent = new Map<string, Run>();
   private readonly kernelHooks: KernelHooks;
   private readonly sessionHooks: SessionHooks;
+  /** A finished run's `turnEnd` taps, run in the background (core/after-turn.ts); shutdown drains it. */
+  readonly afterTurn: AfterTurn;
 
-  constructor({ kernelHooks, sessionHooks }: { kernelHooks: KernelHooks; sessionHooks: SessionHooks }) {
+  constructor({ kernelHooks, sessionHooks, settings, logger }: { kernelHooks: KernelHooks; sessionHooks: SessionHooks; settings: SettingsStore; logger: Logger }) {
     this.kernelHooks = kernelHooks;
     this.sessionHooks = sessionHooks;
+    this.afterTurn = new AfterTurn({ sessionHooks, kernelHooks, settings: () => settings.get(), logger });
   }
 
   private persistent = () => this.sessionHooks.loadHistory.isUsed();

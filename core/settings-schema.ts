@@ -61,6 +61,8 @@ export const SettingsSchema = z
         // Read by the kernel's run and boot code; listed here so they are validated and not warned about as unknown.
         toolAbortGraceMs: z.number().int().min(0).optional(),
         pluginApplyTimeoutMs: z.number().int().min(1).optional(),
+        afterTurnTimeoutMs: z.number().int().min(1).optional(),
+        afterTurnConcurrency: z.number().int().min(1).max(64).optional(),
       })
       .passthrough()
       .optional(),

@@ -2,6 +2,10 @@
  * Runs the tool calls of one round: validation, the before/execute/after hooks, progress and
  * lifecycle events. Calls to `parallel` tools that stand next to each other run concurrently;
  * `exclusive` ones run alone, in the order the model gave.
+ *
+ * Plugins cannot take the run down from here: a throw in a tool-call hook becomes the call's
+ * error result naming the plugin (the model can recover), and a tool (or tap) that ignores the
+ * run being stopped is abandoned after `runtime.toolAbortGraceMs` with a result saying so.
  */
 import type {
   EditedFile,
@@ -18,6 +22,8 @@ import type {
   ExecutionMode,
   NamedPluginEventType,
 } from '../plugin-api.js';
+import { asKernel, asTool } from './crash-guard.js';
+import { PluginError } from './errors.js';
 import type { SessionHooks } from './hooks.js';
 import type { EmitFn } from './types.js';
 
@@ -38,6 +44,56 @@ export interface DispatchEnv {
 }
 
 const NAMED_EVENTS = new Set<string>(['ask_user_question', 'ask_user_question_settled', 'compaction', 'notice']);
+
+/** How long a tool may go on after the run was stopped before its result is abandoned (ms). */
+export const DEFAULT_TOOL_ABORT_GRACE_MS = 2000;
+
+const TOOL_HOOKS = new Set(['beforeToolCall', 'executeTool', 'afterToolCall']);
+
+/** The run was stopped and `work` did not settle within the grace. */
+const STOPPED = Symbol('stopped');
+
+/**
+ * `work`, unless `signal` aborts and `work` then takes longer than `graceMs`: then STOPPED. What
+ * `work` does later is ignored (a late rejection included).
+ */
+function untilStopped<T>(work: Promise<T>, signal: AbortSignal, graceMs: number): Promise<T | typeof STOPPED> {
+  return new Promise((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined;
+    const onAbort = () => {
+      timer = setTimeout(() => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(STOPPED);
+      }, graceMs);
+    };
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    };
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (v) => (done(), resolve(v)),
+      (e) => (done(), reject(e)),
+    );
+  });
+}
+
+function abandoned(call: ToolCallBlock, graceMs: number): ToolResult {
+  return errorResult(
+    call,
+    `Tool call abandoned: ${call.name} did not stop within ${graceMs} ms after the run was stopped; it may still be running.`,
+    { cancelled: true, abandoned: true, tool: call.name },
+  );
+}
+
+/** The result of a call whose tool-call hook threw: the plugin and hook named, for the model and the user. */
+function hookFailure(call: ToolCallBlock, err: PluginError, logger: Logger): ToolResult {
+  logger.error(err.message);
+  return errorResult(call, `Tool call failed: ${err.message}`, { plugin: err.plugin ?? '', hook: err.hook ?? '' });
+}
+
+const isHookFailure = (err: unknown): err is PluginError => err instanceof PluginError && TOOL_HOOKS.has(err.hook ?? '');
 
 export interface DispatchOutcome {
   results: ToolResultBlock[];
@@ -61,6 +117,11 @@ export async function dispatchToolCalls(calls: ToolCallBlock[], env: DispatchEnv
     results: ordered.map((r) => r.block),
     editedFiles: ordered.flatMap((r) => (r.block.isError ? [] : (r.edited ?? []))),
   };
+}
+
+function graceOf(settings: Settings): number {
+  const g = settings.runtime?.toolAbortGraceMs;
+  return typeof g === 'number' && g >= 0 ? g : DEFAULT_TOOL_ABORT_GRACE_MS;
 }
 
 function errorResult(call: ToolCallBlock, text: string, details?: JsonObject): ToolResult {
@@ -88,16 +149,20 @@ async function runOne(call: ToolCallBlock, env: DispatchEnv): Promise<{ block: T
     mode: env.mode,
     workdir: env.workdir,
     signal: env.signal,
-    update: (partial) => env.emit({ type: 'tool_execution_update', toolCallId: call.id, toolName: call.name, partial }),
+    // Events fan out to other plugins' listeners: their work is not this tool's.
+    update: (partial) => asKernel(() => env.emit({ type: 'tool_execution_update', toolCallId: call.id, toolName: call.name, partial })),
     emit: (type, payload) =>
-      NAMED_EVENTS.has(type)
-        ? env.emit({ type: type as NamedPluginEventType, payload })
-        : env.emit({ type: 'custom', name: type, payload }),
+      asKernel(() =>
+        NAMED_EVENTS.has(type)
+          ? env.emit({ type: type as NamedPluginEventType, payload })
+          : env.emit({ type: 'custom', name: type, payload }),
+      ),
     logger: env.logger,
     paths: env.paths,
     settings: env.settings,
   };
 
+  const grace = graceOf(env.settings);
   let args: unknown = call.input;
   let result: ToolResult;
   let startEmitted = false;
@@ -119,25 +184,27 @@ async function runOne(call: ToolCallBlock, env: DispatchEnv): Promise<{ block: T
         args = tool.prepareArguments ? tool.prepareArguments(parsed.data, ctx) : parsed.data;
         info.input = args as JsonObject;
         emitStart(args);
-        const blocked = await env.hooks.beforeToolCall.promise(info);
-        if (blocked?.block) {
-          result = errorResult(call, `Tool call blocked: ${blocked.reason}`, { blocked: true });
-        } else if (env.signal.aborted) {
-          result = errorResult(call, 'Tool call cancelled: the run was stopped.', { cancelled: true });
-        } else {
-          result = (await env.hooks.executeTool.promise(info, ctx)) ?? (await tool.execute(args, ctx));
-        }
+        const run = async (): Promise<ToolResult> => {
+          const blocked = await env.hooks.beforeToolCall.promise(info);
+          if (blocked?.block) return errorResult(call, `Tool call blocked: ${blocked.reason}`, { blocked: true });
+          if (env.signal.aborted) return errorResult(call, 'Tool call cancelled: the run was stopped.', { cancelled: true });
+          return (await env.hooks.executeTool.promise(info, ctx)) ?? (await asTool(tool, call.name, env.runId, () => tool.execute(args, ctx)));
+        };
+        const outcome = await untilStopped(run(), env.signal, grace);
+        result = outcome === STOPPED ? abandoned(call, grace) : outcome;
       }
     }
   } catch (err) {
     if (!startEmitted) emitStart(args);
     const msg = err instanceof Error ? err.message : String(err);
-    result = env.signal.aborted ? errorResult(call, `Tool call cancelled: ${msg}`, { cancelled: true }) : errorResult(call, `${call.name} failed: ${msg}`);
+    if (isHookFailure(err)) result = hookFailure(call, err, env.logger);
+    else result = env.signal.aborted ? errorResult(call, `Tool call cancelled: ${msg}`, { cancelled: true }) : errorResult(call, `${call.name} failed: ${msg}`);
   }
   try {
-    result = await env.hooks.afterToolCall.promise(result, info);
+    const after = await untilStopped(env.hooks.afterToolCall.promise(result, info), env.signal, grace);
+    if (after !== STOPPED) result = after;
   } catch (err) {
-    result = errorResult(call, err instanceof Error ? err.message : String(err));
+    result = isHookFailure(err) ? hookFailure(call, err, env.logger) : errorResult(call, err instanceof Error ? err.message : String(err));
   }
   const block: ToolResultBlock = {
     type: 'tool_result',

@@ -4,6 +4,7 @@
  */
 import type { PluginModule } from '../plugin-api.js';
 import compaction from '../plugins/compaction/index.js';
+import cron from '../plugins/cron/index.js';
 import historySqlite from '../plugins/history-sqlite/index.js';
 import mcp from '../plugins/mcp/index.js';
 import memory from '../plugins/memory/index.js';
@@ -13,9 +14,10 @@ import providerGemini from '../plugins/provider-gemini/index.js';
 import providerOpenAI from '../plugins/provider-openai/index.js';
 import projectInstructions from '../plugins/project-instructions/index.js';
 import skills from '../plugins/skills/index.js';
+import title from '../plugins/title/index.js';
 import toolAskUserQuestion from '../plugins/tool-ask-user-question/index.js';
 import { builtinToolPlugins } from '../plugins/tool-shared/index.js';
 
 export async function builtinPlugins(): Promise<PluginModule[]> {
-  return [historySqlite, modelCatalog, compaction, providerAnthropic, providerOpenAI, providerGemini, ...builtinToolPlugins, toolAskUserQuestion, mcp, projectInstructions, skills, memory];
+  return [historySqlite, modelCatalog, compaction, providerAnthropic, providerOpenAI, providerGemini, ...builtinToolPlugins, toolAskUserQuestion, mcp, projectInstructions, skills, memory, title, cron];
 }

@@ -13,6 +13,10 @@ export const USAGE = `Usage:
   liveagent chat [--mode text|tools|agent-dev] [--provider ID] [--model M] [--workdir DIR]
                  [--conversation ID] [--json] PROMPT
   liveagent compact --conversation ID [--json]
+  liveagent conversations [--json] [--search TEXT] [--limit N]
+  liveagent cron add --schedule EXPR (--prompt TEXT | --bash CMD | --http URL) [--name N] [--tz TZ]
+                 [--conversation ID] [--missed skip|once] [--mode M] [--provider P] [--json] ...
+  liveagent cron list [--json] | cron rm ID | cron runs ID [--json] | cron enable|disable ID
   liveagent serve [--port N] [--host H]
   liveagent desktop
   liveagent --help | --version`;
@@ -27,7 +31,7 @@ const ChatFlags = z.object({
 });
 export type ChatArgs = z.infer<typeof ChatFlags> & { prompt: string };
 
-function strictParse(argv: string[], options: NonNullable<ParseArgsConfig['options']>) {
+export function strictParse(argv: string[], options: NonNullable<ParseArgsConfig['options']>) {
   try {
     return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
   } catch (err) {
@@ -89,6 +93,24 @@ export function parseCompactArgs(argv: string[]): CompactArgs {
   const id = ConversationId.safeParse(values.conversation);
   if (!id.success) throw new CliUsageError(id.error.issues[0]!.message);
   return { conversation: id.data, ...(values.json ? { json: true } : {}) };
+}
+
+export interface ConversationsArgs {
+  json?: boolean;
+  search?: string;
+  /** 1-500, default 50. */
+  limit: number;
+}
+
+export function parseConversationsArgs(argv: string[]): ConversationsArgs {
+  const { values, positionals } = strictParse(argv, { json: { type: 'boolean' }, search: { type: 'string' }, limit: { type: 'string' } });
+  if (positionals.length) throw new CliUsageError(`unexpected argument "${positionals[0]}"`);
+  const search = (values.search as string | undefined)?.trim();
+  if (values.search !== undefined && !search) throw new CliUsageError('--search needs a non-empty TEXT');
+  if (search && search.length > 200) throw new CliUsageError('--search TEXT must be at most 200 characters');
+  const limit = values.limit === undefined ? 50 : Number(values.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new CliUsageError(`--limit must be a number from 1 to 500, got "${values.limit}"`);
+  return { limit, ...(values.json ? { json: true } : {}), ...(search ? { search } : {}) };
 }
 
 export function parseServeArgs(argv: string[]): { port: number; host: string } {

@@ -4,7 +4,7 @@
  * read, parse, link), and the CLI's first request waited ~350 ms on ~600 small files (zod,
  * awilix, tapable, the kernel, every builtin) before a provider SDK was even imported. Dynamic
  * imports stay separate chunks, so the provider SDKs, MCP and the tokenizer still load only when
- * used. Not minified: names stay readable in stacks and in `constructor`-based checks.
+ * used. Not minified: names stay readable in stacks.
  *
  * Kept outside the bundle: native and dialect-loading packages (better-sqlite3, knex) and Electron
  * (only the desktop host has it). Third-party plugins import `liveagent/plugin-api` from dist/

@@ -2,25 +2,46 @@
  * Entry of the `liveagent` CLI: dispatches to chat, serve and desktop. Returns the exit code.
  */
 import { readFileSync } from 'node:fs';
-import { CliUsageError, USAGE, parseChatArgs, parseCompactArgs, parseServeArgs, wantsJson } from './args.js';
+import { installCrashGuard } from '../../core/crash-guard.js';
+import { CliUsageError, USAGE, parseChatArgs, parseCompactArgs, parseConversationsArgs, parseServeArgs, wantsJson } from './args.js';
 import { EXIT, reportFailure } from './exit-codes.js';
+
+/**
+ * Once a command that ran a kernel is done, plugin work left behind (a tool that ignored the
+ * stop, a timer, a socket) must not keep the process alive: exit with the code after a moment.
+ * Unreferenced, so a process with nothing left running exits at once, as before.
+ */
+function leave(code: number): number {
+  setTimeout(() => process.exit(code), 1000).unref();
+  return code;
+}
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  // For the whole process: a plugin's stray timer after its kernel stopped is still caught.
+  installCrashGuard();
   try {
     switch (command) {
       case 'chat': {
         const { runChat } = await import('./chat.js');
-        return await runChat(parseChatArgs(rest));
+        return leave(await runChat(parseChatArgs(rest)));
       }
       case 'compact': {
         const { runCompact } = await import('./compact.js');
-        return await runCompact(parseCompactArgs(rest));
+        return leave(await runCompact(parseCompactArgs(rest)));
+      }
+      case 'conversations': {
+        const { runConversations } = await import('./conversations.js');
+        return leave(await runConversations(parseConversationsArgs(rest)));
+      }
+      case 'cron': {
+        const { runCron } = await import('./cron.js');
+        return leave(await runCron(rest));
       }
       case 'serve': {
         const opts = parseServeArgs(rest);
         const { runServe } = await import('./serve.js');
-        return await runServe(opts);
+        return leave(await runServe(opts));
       }
       case 'desktop': {
         const { runDesktop } = await import('./desktop.js');
@@ -41,11 +62,11 @@ export async function main(argv: string[]): Promise<number> {
         process.stderr.write(`${USAGE}\n`);
         return EXIT.usage;
       default:
-        throw new CliUsageError(`unknown command "${command}" (try: chat, compact, serve, desktop, --help)`);
+        throw new CliUsageError(`unknown command "${command}" (try: chat, compact, conversations, cron, serve, desktop, --help)`);
     }
   } catch (err) {
     // With --json, stdout carries only JSON lines: a failure before the run is one too.
-    const json = (command === 'chat' || command === 'compact') && wantsJson(rest);
+    const json = (command === 'chat' || command === 'compact' || command === 'conversations' || command === 'cron') && wantsJson(rest);
     return reportFailure(err, { stdout: process.stdout, stderr: process.stderr }, json);
   }
 }

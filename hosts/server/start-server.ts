@@ -9,6 +9,7 @@ import path from 'node:path';
 import type { PluginModule, Settings } from '../../plugin-api.js';
 import { createKernel, type Kernel } from '../../core/kernel.js';
 import { resolvePaths } from '../../core/paths.js';
+import { CRON_SERVICE, type CronService } from '../../plugins/cron/service.js';
 import gatewayPlugin, { GATEWAY_SERVICE, loadOrCreateToken, type GatewayService } from '../../plugins/gateway/index.js';
 import { isHostAllowed } from '../../plugins/gateway/access.js';
 import { builtinPlugins } from '../builtins.js';
@@ -106,6 +107,11 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     const actual = (srv.address() as AddressInfo).port;
     const url = `http://${urlHost(host)}:${actual}`;
     log(`LiveAgent is running at ${url}/#token=${token}`);
+    // The server host runs the scheduled tasks (the chat CLI never does); a failure to start them stops nothing else.
+    await kernel.services
+      .get<CronService>(CRON_SERVICE)
+      ?.start()
+      .catch((err: Error) => process.stderr.write(`liveagent: scheduled tasks are not running: ${err.message}\n`));
     let closing: Promise<void> | undefined;
     return {
       url,

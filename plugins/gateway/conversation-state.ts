@@ -166,12 +166,15 @@ export class ConversationState {
    * Whether events go into the replay window. A window serves clients that followed the run and
    * reconnect with their last seq; a run nobody followed (a CLI run, a server-side job) needs
    * none, and a client that subscribes later gets a snapshot. Set by a subscribe, re-decided at
-   * every agent_start; turned off, the window is emptied at once, as a window with a hole in it
-   * would replay events with some missing.
+   * every agent_start (kept on while a subscriber left less than `replayGraceMs` ago: a client
+   * reconnecting across the start of the next run still replays); turned off, the window is
+   * emptied at once, as a window with a hole in it would replay events with some missing.
    */
   recording = false;
+  /** When the last subscriber left (0: never), for `gateway.replayGraceMs`. */
+  lastLeftAt = 0;
 
-  constructor(readonly id: string, windowLimits: () => WindowLimits, budget: ReplayBudget) {
+  constructor(readonly id: string, private readonly windowLimits: () => WindowLimits & { replayGraceMs: number }, budget: ReplayBudget) {
     this.window = new ReplayWindow(windowLimits, budget);
   }
 
@@ -196,7 +199,7 @@ export class ConversationState {
     }
     switch (e.type) {
       case 'agent_start':
-        this.record(this.subscribers.size > 0);
+        this.record(this.subscribers.size > 0 || (this.lastLeftAt > 0 && Date.now() - this.lastLeftAt < this.windowLimits().replayGraceMs));
         this.run = new ActiveRun(e);
         this.commitVersion++;
         this.lastActive = Date.now();

@@ -157,7 +157,7 @@ export class Fanout implements ClientHost {
   removeClient(client: GatewayClient): void {
     this.clients.delete(client);
     this.dirty.delete(client);
-    for (const id of client.subscriptions) this.convs.get(id)?.subscribers.delete(client);
+    for (const id of client.subscriptions) this.left(id, client);
     client.subscriptions.clear();
     client.close();
   }
@@ -197,8 +197,13 @@ export class Fanout implements ClientHost {
   }
 
   unsubscribe(client: GatewayClient, conversationId: string): void {
-    this.convs.get(conversationId)?.subscribers.delete(client);
+    this.left(conversationId, client);
     client.subscriptions.delete(conversationId);
+  }
+
+  private left(conversationId: string, client: GatewayClient): void {
+    const conv = this.convs.get(conversationId);
+    if (conv?.subscribers.delete(client)) conv.lastLeftAt = Date.now();
   }
 
   /** Forget a deleted conversation: its window, its run state and its subscriptions. */

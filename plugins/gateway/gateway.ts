@@ -15,7 +15,7 @@ import { ChatRuns, LaterReply, ReplyError } from './chat-runs.js';
 import { GatewayClient } from './client.js';
 import { Fanout } from './fanout.js';
 import { GatewayHistory } from './history.js';
-import { PROTOCOL_VERSION, parseClientMessage, type ClientMessage, type McpServerSummary, type ModelSummary, type ProviderSummary, type ServerMessage } from './protocol.js';
+import { BUILTIN_CLIENT_TYPES, EXTENSION_TYPE, PROTOCOL_VERSION, parseClientMessage, type ClientMessage, type ExtensionMessage, type McpServerSummary, type ModelSummary, type ProviderSummary, type ServerMessage } from './protocol.js';
 import { parseGatewaySettings, type GatewaySettings } from './settings.js';
 
 export interface AttachOptions {
@@ -47,7 +47,20 @@ export interface GatewayService {
   };
   /** Flush, close every socket (1001) and stop the heartbeat. */
   close(): Promise<void>;
+  /**
+   * Answer client messages of a plugin's own type (`cron.list`): namespaced (`<ns>.<name>`) and
+   * never a built-in type. The handler gets the message as sent (it validates it; `id` is
+   * checked already) and runs in the client's order like every message; its result is the
+   * reply's `data`, a throw the reply's error (with the error's `code` when it is a string,
+   * e.g. `bad_request`, `not_found`). Dispose to withdraw.
+   */
+  registerHandler(type: string, handler: GatewayHandler): Disposable;
+  /** Send `{ type: 'extension', name, data }` to every connected client (a plugin's change notices). */
+  broadcast(name: string, data: unknown): void;
 }
+
+/** A plugin's handler for its own client message type (see GatewayService.registerHandler). */
+export type GatewayHandler = (message: ExtensionMessage) => unknown;
 
 type GatewayContext = Pick<PluginContext, 'runtime' | 'settings' | 'logger' | 'service' | 'subscriptions'>;
 
@@ -68,7 +81,9 @@ export class Gateway implements GatewayService {
   private peakHeld = 0;
   private closed = false;
   private mcpWatched = false;
+  private historyWatched = false;
   private readonly refusals: RefusalLog;
+  private readonly handlers = new Map<string, GatewayHandler>();
 
   constructor(private readonly ctx: GatewayContext) {
     this.logger = ctx.logger;
@@ -107,6 +122,7 @@ export class Gateway implements GatewayService {
   async attach(server: Server, options: AttachOptions): Promise<void> {
     await this.ensureServer(options);
     this.watchMcp();
+    this.watchHistory();
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.handleUpgrade(req, socket, head));
   }
 
@@ -229,12 +245,31 @@ export class Gateway implements GatewayService {
     this.wss?.close();
   }
 
+  registerHandler(type: string, handler: GatewayHandler): Disposable {
+    if (!EXTENSION_TYPE.test(type) || BUILTIN_CLIENT_TYPES.has(type)) throw new Error(`cannot register a gateway handler for "${type}": use a namespaced type (<plugin>.<name>) that is not built in`);
+    if (this.handlers.has(type)) throw new Error(`a gateway handler for "${type}" is already registered`);
+    this.handlers.set(type, handler);
+    return { dispose: () => void (this.handlers.get(type) === handler && this.handlers.delete(type)) };
+  }
+
+  broadcast(name: string, data: unknown): void {
+    if (!this.closed) this.fanout.broadcast({ type: 'extension', name, data });
+  }
+
   // ── Requests ────────────────────────────────────────────────────────────────────────────
   private async dispatch(client: GatewayClient, text: string | undefined): Promise<void> {
     if (client.closed) return;
     if (text === undefined) return client.send({ type: 'reply', id: '', ok: false, error: { code: 'bad_request', message: 'frames must be text (JSON)' } });
-    const parsed = parseClientMessage(text);
+    const parsed = parseClientMessage(text, this.handlers);
     if (!parsed.ok) return client.send({ type: 'reply', id: parsed.id ?? '', ok: false, error: { code: 'bad_request', message: parsed.error } });
+    if (parsed.extension) {
+      const em = parsed.message;
+      try {
+        return this.replyOk(client, em, await this.handlers.get(em.type)!(em));
+      } catch (err) {
+        return this.replyError(client, em, err);
+      }
+    }
     const m = parsed.message;
     try {
       const data = await this.handle(client, m);
@@ -252,11 +287,11 @@ export class Gateway implements GatewayService {
     }
   }
 
-  private replyOk(client: GatewayClient, m: ClientMessage, data: unknown): void {
+  private replyOk(client: GatewayClient, m: { type: string; id?: string | undefined }, data: unknown): void {
     if (m.id && !client.closed) client.send(data === undefined ? { type: 'reply', id: m.id, ok: true } : { type: 'reply', id: m.id, ok: true, data });
   }
 
-  private replyError(client: GatewayClient, m: ClientMessage, err: unknown): void {
+  private replyError(client: GatewayClient, m: { type: string; id?: string | undefined }, err: unknown): void {
     const code = err instanceof ReplyError ? err.code : typeof (err as { code?: unknown }).code === 'string' ? (err as { code: string }).code : 'internal';
     if (code === 'internal') this.logger.error(`gateway ${m.type} failed`, err);
     if (!client.closed) client.send({ type: 'reply', id: m.id ?? '', ok: false, error: { code, message: (err as Error).message ?? String(err) } });
@@ -318,10 +353,11 @@ export class Gateway implements GatewayService {
   /** Replay from the window when it still covers `lastSeq`; otherwise a snapshot from history. */
   private async subscribe(client: GatewayClient, conversationId: string, lastSeq: number | undefined, limit: number): Promise<unknown> {
     const result = await this.subscribeStream(client, conversationId, lastSeq, limit);
-    // A (re)subscribing client learns the messages waiting behind the active run at once,
-    // not only at the queue's next change.
+    // A (re)subscribing client learns the messages waiting behind the active run at once, not
+    // only at the queue's next change; an empty queue too, as what it holds may have run while
+    // it was away (a snapshot does not replay the agent_start that took an item off).
     const items = this.chat.queueView(conversationId);
-    if (items.length && !client.closed) client.send({ type: 'queue', conversationId, items });
+    if (!client.closed) client.send({ type: 'queue', conversationId, items });
     return result;
   }
 
@@ -405,6 +441,26 @@ export class Gateway implements GatewayService {
   private mcpServers(): McpServerSummary[] {
     const mcp = this.ctx.service<McpService>('mcp');
     return (mcp?.servers() ?? []).map((s) => ({ name: s.name, state: s.state, ...(s.error ? { error: s.error } : {}), tools: s.tools, transport: s.transport }));
+  }
+
+  /** A title stored anywhere in this process (the title plugin, a rename) reaches every client's conversation list. */
+  private watchHistory(): void {
+    if (this.historyWatched) return;
+    this.historyWatched = true;
+    this.history
+      .watch((conversationId) => {
+        if (this.closed) return;
+        this.fanout.bumpVersion(conversationId);
+        this.scheduleListBroadcast();
+      })
+      .then(
+        (sub) => {
+          if (!sub) return;
+          if (this.closed) sub.dispose();
+          else this.ctx.subscriptions.push(sub);
+        },
+        (err) => this.logger.warn(`conversation titles are not watched: ${(err as Error).message}`),
+      );
   }
 
   /** Broadcast MCP state changes (coalesced: a restart storm is one message per tick). */

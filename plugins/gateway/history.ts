@@ -3,7 +3,7 @@
  * plugin provides it, else an in-memory store fed by the lifecycle events (tests, ephemeral
  * hosts). The service is looked up on every call, so load order does not matter.
  */
-import type { Checkpoint, LifecycleEvent, Message } from '../../plugin-api.js';
+import type { Checkpoint, Disposable, LifecycleEvent, Message } from '../../plugin-api.js';
 import type { HistoryMessage, HistoryService, SegmentInfo } from '../history-sqlite/service.js';
 import { checkpointOfEndPayload, type CheckpointView, type ConversationSummary } from './protocol.js';
 
@@ -33,7 +33,7 @@ export interface StoredPage {
 }
 
 /** The subset of the history service the gateway uses (checked structurally, so a partial one still works). */
-type HistoryLike = Pick<HistoryService, 'listConversations' | 'getConversation' | 'renameConversation' | 'deleteConversation' | 'conversationExists'>;
+type HistoryLike = Pick<HistoryService, 'listConversations' | 'getConversation' | 'renameConversation' | 'deleteConversation' | 'conversationExists'> & Partial<Pick<HistoryService, 'watchConversations'>>;
 
 interface MemoryEntry {
   summary: ConversationSummary;
@@ -199,6 +199,13 @@ export class GatewayHistory {
     e.summary.title = title.trim();
     e.summary.updatedAt = Date.now();
     return true;
+  }
+
+  /** Titles the history service stores (renames, generated titles); undefined when there is no service to watch. */
+  async watch(listener: (conversationId: string) => void): Promise<Disposable | undefined> {
+    const svc = this.service();
+    if (typeof svc?.watchConversations !== 'function') return undefined;
+    return svc.watchConversations((change) => listener(change.conversationId));
   }
 
   async delete(id: string): Promise<boolean> {

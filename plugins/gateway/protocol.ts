@@ -89,6 +89,17 @@ export const ClientMessageSchema = z.discriminatedUnion('type', [
 ]);
 export type ClientMessage = z.infer<typeof ClientMessageSchema>;
 
+/** Client message types the gateway itself handles; a plugin can never take one over. */
+export const BUILTIN_CLIENT_TYPES: ReadonlySet<string> = new Set(ClientMessageSchema.options.map((o) => o.shape.type.value));
+/** A plugin's own message type (GatewayService.registerHandler): `<namespace>.<name>`, e.g. `cron.list`. */
+export const EXTENSION_TYPE = /^[a-z][a-z0-9_-]*\.[a-z0-9_.-]+$/i;
+/** A client message for a handler a plugin registered; the handler validates everything but `id`. */
+export interface ExtensionMessage {
+  type: string;
+  id?: string;
+  [field: string]: unknown;
+}
+
 export interface ConversationSummary {
   id: string;
   title: string | null;
@@ -233,6 +244,8 @@ export type ServerMessage =
   /** `warnings`: unknown keys (with the nearest known one) and a settings file on disk that is invalid (see SettingsStore.warnings). */
   | { type: 'settings'; settings: Record<string, unknown>; warnings?: SettingsWarningWire[] }
   | { type: 'mcp'; servers: McpServerSummary[] }
+  /** A plugin's own notice (GatewayService.broadcast), e.g. `cron.tasks`; `data` is the plugin's to define. */
+  | { type: 'extension'; name: string; data?: unknown }
   | { type: 'reply'; id: string; ok: true; data?: unknown }
   | { type: 'reply'; id: string; ok: false; error: { code: string; message: string } };
 
@@ -276,12 +289,22 @@ export function checkpointOfEndPayload(p: JsonObject, segmentId: string): Checkp
 }
 
 /** Parse a client frame; the error names the bad field. */
-export function parseClientMessage(text: string): { ok: true; message: ClientMessage } | { ok: false; error: string; id?: string } {
+export function parseClientMessage(
+  text: string,
+  extensions?: { has(type: string): boolean },
+): { ok: true; message: ClientMessage; extension?: undefined } | { ok: true; message: ExtensionMessage; extension: true } | { ok: false; error: string; id?: string } {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch {
     return { ok: false, error: 'frame is not valid JSON' };
+  }
+  // A type a plugin registered goes to its handler, which validates the rest.
+  const type = raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as { type?: unknown }).type : undefined;
+  if (typeof type === 'string' && extensions?.has(type)) {
+    const rid = (raw as { id?: unknown }).id;
+    if (rid !== undefined && (typeof rid !== 'string' || rid.length < 1 || rid.length > 200)) return { ok: false, error: 'id: must be a string of 1-200 characters' };
+    return { ok: true, message: raw as ExtensionMessage, extension: true };
   }
   const r = ClientMessageSchema.safeParse(raw);
   if (r.success) return { ok: true, message: r.data };
@@ -341,6 +364,7 @@ export const ServerMessageSchema = z.union([
   }),
   z.object({ type: z.literal('queue'), conversationId: z.string(), items: z.array(z.looseObject({ itemId: z.string(), text: z.string(), clientRequestId: z.string(), createdAt: z.number() })) }),
   z.object({ type: z.literal('conversations'), items: z.array(SummarySchema) }),
+  z.object({ type: z.literal('extension'), name: z.string().min(1), data: z.unknown().optional() }),
   z.object({ type: z.literal('mcp'), servers: z.array(z.object({ name: z.string(), state: z.enum(['connecting', 'connected', 'restarting', 'failed', 'stopped']), error: z.string().optional(), tools: z.array(z.string()), transport: z.string() })) }),
   z.object({
     type: z.literal('settings'),

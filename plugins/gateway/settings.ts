@@ -41,6 +41,11 @@ export const GatewaySettingsSchema = z.strictObject({
    * does not trim on every event).
    */
   replayTotalBytes: z.number().int().min(0).default(64 * MiB),
+  /**
+   * A run starting with nobody subscribed still records its replay window when a client left
+   * the conversation this recently (ms): it is likely reconnecting, and replay beats a snapshot.
+   */
+  replayGraceMs: z.number().int().min(0).default(120_000),
   /** Messages in a snapshot (the newest page of history); older pages are loaded with `conversations.load { before }`. */
   snapshotMessages: z.number().int().min(1).max(MAX_PAGE_MESSAGES).default(100),
   /** Conversations with no subscriber and no run whose replay state is kept (least recently active go first). */

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { ExecutionMode, JsonObject, RuntimeApi } from '../../plugin-api.js';
 import { UsageError } from '../../core/errors.js';
 import { parseMeta, rowToHistoryMessage, rowToUsage, type UsageRow } from './rows.js';
-import type { ConversationDetail, ConversationPage, ConversationSummary, HistoryService, ListConversationsOptions, SegmentInfo } from './service.js';
+import type { ConversationChange, ConversationDetail, ConversationPage, ConversationSummary, HistoryService, ListConversationsOptions, SegmentInfo } from './service.js';
 import type { HistoryStore } from './store.js';
 
 const Id = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be 1-128 letters, digits, _ or -');
@@ -68,6 +68,16 @@ export interface ServiceDeps {
 }
 
 export function createHistoryService({ knex: getKnex, store, runtime, track }: ServiceDeps): HistoryService {
+  const watchers = new Set<(change: ConversationChange) => void>();
+  const changed = (change: ConversationChange) => {
+    for (const w of watchers) {
+      try {
+        w(change);
+      } catch {
+        /* listeners are notifications */
+      }
+    }
+  };
   return {
     listConversations: (options?: ListConversationsOptions) =>
       track(async () => {
@@ -126,8 +136,31 @@ export function createHistoryService({ knex: getKnex, store, runtime, track }: S
         const knex = await getKnex();
         check(Id, id, 'renameConversation', 'id');
         const t = check(Title, title, 'renameConversation', 'title');
-        return (await knex('conversations').where({ id }).update({ title: t })) > 0;
+        const stored = (await knex('conversations').where({ id }).update({ title: t, title_source: 'user' })) > 0;
+        if (stored) changed({ conversationId: id, kind: 'title', title: t, titleSource: 'user' });
+        return stored;
       }),
+
+    setTitle: (id: string, title: string) =>
+      track(async () => {
+        const knex = await getKnex();
+        check(Id, id, 'setTitle', 'id');
+        const t = check(Title, title, 'setTitle', 'title');
+        // One conditional statement: a rename that lands while the title was being written wins.
+        const stored =
+          (await knex('conversations')
+            .where({ id })
+            .andWhere((w) => w.whereNull('title').orWhere('title_source', 'auto'))
+            .update({ title: t, title_source: 'auto' })) > 0;
+        if (stored) changed({ conversationId: id, kind: 'title', title: t, titleSource: 'auto' });
+        return stored;
+      }),
+
+    watchConversations: async (listener: (change: ConversationChange) => void) => {
+      if (typeof listener !== 'function') throw new UsageError('history.watchConversations: listener: must be a function');
+      watchers.add(listener);
+      return { dispose: () => void watchers.delete(listener) };
+    },
 
     deleteConversation: (id: string) =>
       track(async () => {

@@ -119,6 +119,21 @@ const MIGRATIONS: InCodeMigration[] = [
       });
     },
   },
+  {
+    // Who named the conversation: 'user' (a rename) or 'auto' (the title plugin). A generated
+    // title never replaces a user's; a title stored before this column existed counts as the user's.
+    name: '0004_title_source',
+    async up(knex) {
+      await knex.schema.alterTable('conversations', (t) => {
+        t.string('title_source').nullable();
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('conversations', (t) => {
+        t.dropColumn('title_source');
+      });
+    },
+  },
 ];
 
 export const migrationSource: Knex.MigrationSource<InCodeMigration> = {

@@ -7,7 +7,7 @@
  * Every method is async so a later backend (PostgreSQL) can keep the same interface. Bad
  * arguments are refused with a UsageError whose message names the method and the field.
  */
-import type { Checkpoint, ExecutionMode, JsonObject, Message } from '../../plugin-api.js';
+import type { Checkpoint, Disposable, ExecutionMode, JsonObject, Message } from '../../plugin-api.js';
 
 /** The key the service is provided under. */
 export const HISTORY_SERVICE = 'history';
@@ -109,6 +109,15 @@ export interface StartSegmentOptions {
   carryFromMessageId?: string;
 }
 
+/** A stored conversation changed in a way lists show (its title). */
+export interface ConversationChange {
+  conversationId: string;
+  kind: 'title';
+  title: string;
+  /** `user`: a rename; `auto`: a generated title ({@link HistoryService.setTitle}). */
+  titleSource: 'user' | 'auto';
+}
+
 /** Browse and manage stored conversations. */
 export interface HistoryService {
   /** Conversations, most recently updated first. */
@@ -119,8 +128,18 @@ export interface HistoryService {
    * the page, not the conversation.
    */
   getConversation(id: string, page?: ConversationPage): Promise<ConversationDetail | undefined>;
-  /** Set the title (trimmed, 1-200 characters). False when the conversation is unknown. */
+  /** Set the title (trimmed, 1-200 characters), as the user's: no generated title replaces it. False when the conversation is unknown. */
   renameConversation(id: string, title: string): Promise<boolean>;
+  /**
+   * Store a generated title (trimmed, 1-200 characters) unless the user named the conversation
+   * (a rename, or any title stored before titles had a source). True when it was stored.
+   */
+  setTitle(id: string, title: string): Promise<boolean>;
+  /**
+   * Be told of every title stored in this process (a rename or a generated title), after it is
+   * written. Resolves once listening (the database is open); dispose to stop.
+   */
+  watchConversations(listener: (change: ConversationChange) => void): Promise<Disposable>;
   /**
    * Delete a conversation with its segments, messages and usage. A run in progress on it is
    * stopped first. False when the conversation is unknown.

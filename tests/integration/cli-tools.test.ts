@@ -42,7 +42,8 @@ function everythingServer(): string {
 
 describe('liveagent chat --mode tools', () => {
   it('runs Write, Edit, Read, Bash, Delete and an MCP tool; the ledger lists exactly Write, Edit and Delete', async () => {
-    const home = tempHome({ mcpServers: { everything: { command: process.execPath, args: [everythingServer(), 'stdio'] } } });
+    // Titles off: the title request would be one more on the mock, after the ones this test counts.
+    const home = tempHome({ title: { enabled: false }, mcpServers: { everything: { command: process.execPath, args: [everythingServer(), 'stdio'] } } });
     const work = fs.mkdtempSync(path.join(home, 'work-'));
     fs.writeFileSync(path.join(work, 'existing.txt'), 'keep\nold line\n');
     fs.writeFileSync(path.join(work, 'junk.txt'), 'junk');

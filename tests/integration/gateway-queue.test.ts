@@ -30,15 +30,16 @@ describe('gateway queue', () => {
       await cl.waitFor((m) => m.type === 'queue' && cl.messages.filter((x) => x.type === 'queue').length >= n);
       return (cl.messages.filter((x) => x.type === 'queue').at(-1) as QueueMsg).items.map((i) => i.text);
     };
-    expect(await latestQueue(watcher, 3)).toEqual(['m2', 'm3', 'm4']);
+    // Its subscribe got the (empty) queue first, then one message per change.
+    expect(await latestQueue(watcher, 4)).toEqual(['m2', 'm3', 'm4']);
     expect(b.provider.requests).toHaveLength(1);
 
     await a.ok({ type: 'chat_queue', item: { action: 'queue_remove', conversationId, itemId: m3 } });
-    expect(await latestQueue(watcher, 4)).toEqual(['m2', 'm4']);
+    expect(await latestQueue(watcher, 5)).toEqual(['m2', 'm4']);
     await a.ok({ type: 'chat_queue', item: { action: 'queue_reorder', conversationId, itemIds: [m4, m2] } });
-    expect(await latestQueue(watcher, 5)).toEqual(['m4', 'm2']);
+    expect(await latestQueue(watcher, 6)).toEqual(['m4', 'm2']);
     await a.ok({ type: 'chat_queue', item: { action: 'queue_edit', conversationId, itemId: m2, text: 'm2 edited' } });
-    expect(await latestQueue(watcher, 6)).toEqual(['m4', 'm2 edited']);
+    expect(await latestQueue(watcher, 7)).toEqual(['m4', 'm2 edited']);
     const missing = await a.request({ type: 'chat_queue', item: { action: 'queue_remove', conversationId, itemId: m3 } });
     expect(missing.ok === false && missing.error.code).toBe('not_found');
 

@@ -34,6 +34,31 @@ describe('gateway reconnect, replay and fan-out', () => {
     expect(c2.messages.some((m) => m.type === 'snapshot')).toBe(false);
   });
 
+  it('a client away while the next run started still replays both runs (replayGraceMs); past the grace it gets a snapshot', async () => {
+    for (const graceMs of [120_000, 0]) {
+      const b = await boot({ steps: [{ text: ['a', 'b'] }, { text: ['c', 'd'] }], settings: { gateway: { replayGraceMs: graceMs } } });
+      const c = await TestClient.connect(b);
+      const { conversationId } = await c.ok<{ conversationId: string }>(text('go'));
+      const done = await c.terminal(conversationId);
+      await c.close();
+      // The next run starts and ends with nobody subscribed.
+      const run = b.server.kernel.runtime.startRun({ conversationId, input: [{ type: 'text', text: 'again' }], keepEvents: false });
+      await run.result;
+      const c2 = await TestClient.connect(b);
+      const sub = await c2.ok<{ mode: string }>({ type: 'subscribe', conversationId, lastSeq: done.seq });
+      if (graceMs > 0) {
+        expect(sub.mode).toBe('replay');
+        const missed = c2.stream(conversationId);
+        expect(missed[0]!.seq).toBe(done.seq + 1);
+        expect(contiguous(coveredSeqs(missed))).toBe(true);
+        expect(missed.at(-1)!.type).toBe('done');
+      } else expect(sub.mode).toBe('snapshot');
+      // Either way the (now empty) queue is sent, so a stale queued item cannot linger.
+      await c2.waitFor((m) => m.type === 'queue' && m.conversationId === conversationId);
+      await c2.close();
+    }
+  });
+
   it('replays the missed part of a run still streaming, then continues live with no gap', async () => {
     const g = gate(0, 'block_end');
     const b = await boot({ steps: [{ text: ['one ', 'two ', 'three'] }], gates: [g] });
