@@ -13,9 +13,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { build } from 'rolldown';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { anthropicReply, startMockAnthropic, type MockAnthropicServer } from '../fixtures/mock-anthropic.js';
 import { startServer, type RunningServer } from '../../hosts/server/start-server.js';
@@ -24,34 +22,9 @@ import { fakeProvider } from '../helpers/fake-provider.js';
 import { jsonLines, runCli, tempHome, type CliResult } from '../helpers/cli.js';
 import { TestClient, cleanup, sendTo, text, type Booted } from './gateway-harness.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-let bundleDir = '';
-let childEntry = '';
+import { bundledChild } from '../helpers/child-bundle.js';
 
-beforeAll(async () => {
-  const cache = path.join(root, 'node_modules', '.cache');
-  fs.mkdirSync(cache, { recursive: true });
-  bundleDir = fs.mkdtempSync(path.join(cache, 'la-concurrent-writers-'));
-  await build({
-    input: path.join(root, 'tests/fixtures/concurrent-writer-child.ts'),
-    platform: 'node',
-    external: (id) => !id.startsWith('.') && !path.isAbsolute(id),
-    resolve: { extensionAlias: { '.js': ['.ts', '.js'] } },
-    logLevel: 'warn',
-    output: { dir: bundleDir, format: 'esm', entryFileNames: 'child.mjs' },
-  });
-  childEntry = path.join(bundleDir, 'child.mjs');
-});
-
-afterAll(() => {
-  if (!bundleDir) return;
-  fs.rmSync(bundleDir, { recursive: true, force: true });
-  try {
-    fs.rmdirSync(path.dirname(bundleDir));
-  } catch {
-    /* something else uses node_modules/.cache */
-  }
-});
+const fixtureChild = bundledChild('tests/fixtures/concurrent-writer-child.ts', 'concurrent-writers');
 
 const children: ChildProcess[] = [];
 const homes: string[] = [];
@@ -73,7 +46,7 @@ interface WriterOutput {
 }
 
 function runWriter(home: string, writer: number, turns: number, scenario: 'rounds' | 'stream'): Promise<WriterOutput> {
-  const child = spawn(process.execPath, [childEntry, home, String(writer), String(turns), scenario], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [fixtureChild.entry(), home, String(writer), String(turns), scenario], { stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   const res: WriterOutput = { code: null, errors: [], seqs: new Map(), stderr: '' };
   let buf = '';

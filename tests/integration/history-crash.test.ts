@@ -10,10 +10,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { build } from 'rolldown';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { LifecycleEvent, Message, Plugin, Provider } from '../../plugin-api.js';
 import { createKernel, type Kernel } from '../../core/kernel.js';
 import historySqlite from '../../plugins/history-sqlite/index.js';
@@ -21,35 +19,9 @@ import { HISTORY_SERVICE, type HistoryService } from '../../plugins/history-sqli
 import { fakeProvider } from '../helpers/fake-provider.js';
 import { collectAll } from '../helpers/streams.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-let bundleDir = '';
-let childEntry = '';
+import { bundledChild } from '../helpers/child-bundle.js';
 
-beforeAll(async () => {
-  const cache = path.join(root, 'node_modules', '.cache');
-  fs.mkdirSync(cache, { recursive: true });
-  bundleDir = fs.mkdtempSync(path.join(cache, 'la-history-crash-'));
-  await build({
-    input: path.join(root, 'tests/fixtures/history-crash-child.ts'),
-    platform: 'node',
-    // Packages stay imports: the native better-sqlite3 binding and knex's dialect loading must not be bundled.
-    external: (id) => !id.startsWith('.') && !path.isAbsolute(id),
-    resolve: { extensionAlias: { '.js': ['.ts', '.js'] } },
-    logLevel: 'warn',
-    output: { dir: bundleDir, format: 'esm', entryFileNames: 'child.mjs' },
-  });
-  childEntry = path.join(bundleDir, 'child.mjs');
-});
-
-afterAll(() => {
-  if (!bundleDir) return;
-  fs.rmSync(bundleDir, { recursive: true, force: true });
-  try {
-    fs.rmdirSync(path.dirname(bundleDir)); // only if we left it empty
-  } catch {
-    /* something else uses node_modules/.cache */
-  }
-});
+const fixtureChild = bundledChild('tests/fixtures/history-crash-child.ts', 'history-crash');
 
 const kernels: Kernel[] = [];
 const children: ChildProcess[] = [];
@@ -71,7 +43,7 @@ interface ChildReport {
  * part of the reply). `maxSeq()` is the highest sequence number the child printed so far.
  */
 function startChild(home: string, scenario: 'stream' | 'tool'): Promise<{ child: ChildProcess; report: ChildReport; maxSeq: () => number }> {
-  const child = spawn(process.execPath, [childEntry, home, scenario], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [fixtureChild.entry(), home, scenario], { stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let stdout = '';
   let stderr = '';

@@ -18,22 +18,10 @@ import type { MemoryService } from '../../plugins/memory/service.js';
 import { anthropicReply, startMockAnthropic, type MockAnthropicServer } from '../fixtures/mock-anthropic.js';
 import { fakeProvider, type FakeStep } from '../helpers/fake-provider.js';
 import { collectAll } from '../helpers/streams.js';
+import { trackResources } from '../helpers/cleanup.js';
 
 const KEY = 'sk-ant-memory-test';
-const kernels: Kernel[] = [];
-const dirs: string[] = [];
-const mocks: MockAnthropicServer[] = [];
-afterEach(async () => {
-  for (const k of kernels.splice(0)) await k.shutdown();
-  await Promise.all(mocks.splice(0).map((m) => m.close()));
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
-
-function tmp(prefix: string): string {
-  const d = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), prefix)));
-  dirs.push(d);
-  return d;
-}
+const { kernels, closers, tmp } = trackResources();
 
 type Log = Array<{ level: string; message: string }>;
 
@@ -75,7 +63,7 @@ describe('the Memory tool through the kernel and the wire', () => {
         return anthropicReply({ text: 'Noted.' });
       },
     });
-    mocks.push(mock);
+    closers.push(mock);
     const { kernel, home } = await boot({ providers: { claude_code: { baseUrl: mock.url, apiKey: KEY } }, memory: { autoExtract: false } }, [anthropicPlugin]);
 
     const first = await send(kernel, 'Please remember that I prefer pnpm over npm.', { workdir });

@@ -15,25 +15,11 @@ import projectInstructions from '../../plugins/project-instructions/index.js';
 import { folderChain, InstructionReader, MAX_INSTRUCTION_BYTES } from '../../plugins/project-instructions/discover.js';
 import { anthropicReply, startMockAnthropic, type MockAnthropicServer } from '../fixtures/mock-anthropic.js';
 import { collectAll } from '../helpers/streams.js';
+import { trackResources } from '../helpers/cleanup.js';
 import { compactions, startHarness, systemOf, turn, type Harness } from './compaction-harness.js';
 
 const KEY = 'sk-ant-instructions';
-const kernels: Kernel[] = [];
-const dirs: string[] = [];
-const mocks: MockAnthropicServer[] = [];
-const harnesses: Harness[] = [];
-afterEach(async () => {
-  for (const k of kernels.splice(0)) await k.shutdown();
-  for (const h of harnesses.splice(0)) await h.close();
-  await Promise.all(mocks.splice(0).map((m) => m.close()));
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
-
-function tmp(prefix: string): string {
-  const d = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), prefix)));
-  dirs.push(d);
-  return d;
-}
+const { kernels, closers, tmp } = trackResources();
 
 /** A repository with AGENTS.md at the root and in packages/app, plus a CLAUDE.md in packages/app. */
 function repo() {
@@ -49,7 +35,7 @@ function repo() {
 
 async function boot(settings: Settings = {}) {
   const mock = await startMockAnthropic({ apiKey: KEY, script: () => anthropicReply({ text: 'ok' }) });
-  mocks.push(mock);
+  closers.push(mock);
   const home = tmp('la-instr-home-');
   const kernel = await createKernel({ home, plugins: [anthropicPlugin, projectInstructions], settings: { providers: { claude_code: { baseUrl: mock.url, apiKey: KEY } }, ...settings }, thirdParty: false });
   kernels.push(kernel);
@@ -130,7 +116,7 @@ describe('project instruction files', () => {
     fs.mkdirSync(path.join(wd, '.git'));
     fs.writeFileSync(path.join(wd, 'AGENTS.md'), 'PINNED: always answer with the word banana.\n');
     const h = await startHarness({}, { memory: { autoExtract: false } }, wd);
-    harnesses.push(h);
+    closers.push(h);
     let id: string | undefined;
     let compacted = false;
     for (let n = 1; n <= 14 && !compacted; n++) {

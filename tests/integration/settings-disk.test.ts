@@ -11,9 +11,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { build } from 'rolldown';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Plugin } from '../../plugin-api.js';
 import { startServer, type RunningServer } from '../../hosts/server/start-server.js';
 import type { ServerMessage } from '../../plugins/gateway/protocol.js';
@@ -26,34 +24,9 @@ interface SettingsReply {
   warnings: Array<{ path: string; message: string; suggestion?: string }>;
 }
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-let bundleDir = '';
-let childEntry = '';
+import { bundledChild } from '../helpers/child-bundle.js';
 
-beforeAll(async () => {
-  const cache = path.join(root, 'node_modules', '.cache');
-  fs.mkdirSync(cache, { recursive: true });
-  bundleDir = fs.mkdtempSync(path.join(cache, 'la-settings-disk-'));
-  await build({
-    input: path.join(root, 'tests/fixtures/settings-writer-child.ts'),
-    platform: 'node',
-    external: (id) => !id.startsWith('.') && !path.isAbsolute(id),
-    resolve: { extensionAlias: { '.js': ['.ts', '.js'] } },
-    logLevel: 'warn',
-    output: { dir: bundleDir, format: 'esm', entryFileNames: 'child.mjs' },
-  });
-  childEntry = path.join(bundleDir, 'child.mjs');
-});
-
-afterAll(() => {
-  if (!bundleDir) return;
-  fs.rmSync(bundleDir, { recursive: true, force: true });
-  try {
-    fs.rmdirSync(path.dirname(bundleDir));
-  } catch {
-    /* something else uses node_modules/.cache */
-  }
-});
+const fixtureChild = bundledChild('tests/fixtures/settings-writer-child.ts', 'settings-disk');
 
 const servers: RunningServer[] = [];
 const homes: string[] = [];
@@ -159,7 +132,7 @@ describe('several processes saving settings.json at once', () => {
     const COUNT = 15;
     const run = (w: number) =>
       new Promise<{ code: number | null; stderr: string }>((resolve) => {
-        const child = spawn(process.execPath, [childEntry, file, String(w), String(COUNT)], { stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn(process.execPath, [fixtureChild.entry(), file, String(w), String(COUNT)], { stdio: ['ignore', 'pipe', 'pipe'] });
         let stderr = '';
         child.stderr.on('data', (d) => (stderr += d));
         child.on('exit', (code) => resolve({ code, stderr }));

@@ -17,22 +17,10 @@ import type { SkillsService } from '../../plugins/skills/service.js';
 import { anthropicReply, startMockAnthropic, type MockAnthropicServer } from '../fixtures/mock-anthropic.js';
 import { fakeProvider, type FakeStep } from '../helpers/fake-provider.js';
 import { collectAll } from '../helpers/streams.js';
+import { trackResources } from '../helpers/cleanup.js';
 
 const KEY = 'sk-ant-skills';
-const kernels: Kernel[] = [];
-const dirs: string[] = [];
-const mocks: MockAnthropicServer[] = [];
-afterEach(async () => {
-  for (const k of kernels.splice(0)) await k.shutdown();
-  await Promise.all(mocks.splice(0).map((m) => m.close()));
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
-
-function tmp(prefix: string): string {
-  const d = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), prefix)));
-  dirs.push(d);
-  return d;
-}
+const { kernels, closers, tmp } = trackResources();
 
 function writeSkill(root: string, folder: string, frontMatter: string, body = 'Do the thing step by step.', files: Record<string, string> = {}): string {
   const dir = path.join(root, folder);
@@ -85,7 +73,7 @@ describe('skills', () => {
         return anthropicReply({ text: 'Done.' });
       },
     });
-    mocks.push(mock);
+    closers.push(mock);
     const { kernel } = await boot(home, { providers: { claude_code: { baseUrl: mock.url, apiKey: KEY } } }, [anthropicPlugin]);
     const { result, events } = await send(kernel, 'Fill in this PDF form for me', { workdir: tmp('la-skills-wd-') });
     expect(result.status).toBe('completed');
