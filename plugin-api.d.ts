@@ -5,8 +5,8 @@
  * an npm package named in settings, can add tools, providers, services and hook taps without a
  * change to the kernel. Built-in plugins use exactly this surface.
  *
- * Import it as `liveagent/plugin-api`. At runtime only {@link definePlugin} exists, and it is an
- * identity helper: a plugin needs nothing from us at runtime.
+ * Import it as `liveagent/plugin-api`. At runtime it holds {@link definePlugin} (an identity
+ * helper), the stage constants and two prompt-wrapping helpers: a plugin needs nothing from us at runtime.
  *
  * The file reads in lifecycle order: basics, content, plugin + context, tools, providers, the
  * session and its hooks, events, errors. Lines beginning "Contract:" are behaviour the kernel
@@ -221,6 +221,19 @@ export interface Plugin {
 
 /** Identity helper for type inference. A plugin module default-exports its result (or a factory returning it). */
 export declare function definePlugin(plugin: Plugin): Plugin;
+
+/**
+ * `value` made safe inside a double-quoted attribute of a tag the model reads (`<file name="…">`),
+ * on one line: `& < > " '` become entities, control, line-separator and bidi characters `&#x…;`.
+ */
+export declare function escapeAttribute(value: string): string;
+
+/**
+ * `text` with every closing `</tag` (any case, spaces allowed after `<` and `/`) made inert
+ * (`&lt;/tag`), so untrusted text (a file, a tool output, a summary) wrapped in `<tag>…</tag>`
+ * cannot end the wrapper early and speak outside it.
+ */
+export declare function neutralizeClosingTag(text: string, tag: string): string;
 
 /** What a plugin module may default-export. */
 export type PluginModule = Plugin | ((options?: JsonObject) => Plugin | Promise<Plugin>);

@@ -76,7 +76,8 @@ async function clientMain(argv: string[]): Promise<void> {
       let got = 0;
       ws.on('message', (data: Buffer) => {
         if (mode === 'raw') got++;
-        else for (const m of JSON.parse(data.toString()) as Array<{ type: string }>) if (m.type === 'token') got++;
+        // A coalesced message stands for that many deltas (docs/gateway-protocol.md).
+        else for (const m of JSON.parse(data.toString()) as Array<{ type: string; coalesced?: number }>) if (m.type === 'token') got += m.coalesced ?? 1;
         if (got === expected) if (++finished === count) process.send!({ done: true });
         if (mode === 'gateway' && got === 0 && data.includes('"type":"reply"')) {
           if (stalled) (ws as unknown as { _socket: Socket })._socket.pause();

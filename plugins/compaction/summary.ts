@@ -6,6 +6,7 @@
  */
 import type { Message, SystemPart } from '../../plugin-api.js';
 import { textTokens } from './tokens.js';
+import { neutralizeClosingTag } from '../../core/define-plugin.js';
 
 export const SECTIONS = ['Task', 'Constraints', 'Current state', 'Files and artifacts', 'Decisions', 'Dead ends', 'Open loops', 'Next steps'] as const;
 
@@ -82,8 +83,9 @@ export interface SummaryFacts {
 
 export function summaryPrompt(previous: string | undefined, transcriptText: string, facts: SummaryFacts): string {
   const parts: string[] = [];
-  if (previous?.trim()) parts.push('<previous-checkpoint>', previous.trim(), '</previous-checkpoint>', '');
-  parts.push('<transcript>', transcriptText, '</transcript>', '');
+  // User text and tool output go in verbatim: neither may close its wrapper and speak to the summarizer.
+  if (previous?.trim()) parts.push('<previous-checkpoint>', neutralizeClosingTag(previous.trim(), 'previous-checkpoint'), '</previous-checkpoint>', '');
+  parts.push('<transcript>', neutralizeClosingTag(transcriptText, 'transcript'), '</transcript>', '');
   parts.push(
     'Write the checkpoint now. Use exactly these Markdown headings, in this order, each followed by short bullet points ("- none" when there is nothing to say):',
     ...SECTIONS.map((s) => `## ${s}`),

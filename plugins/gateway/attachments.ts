@@ -10,6 +10,7 @@
  * line; in the content only a closing `</file` is neutralized (as `&lt;/file`), so code keeps its
  * `<` and `&` and reads as written while no file can end the wrapper early.
  */
+import { escapeAttribute, neutralizeClosingTag } from '../../core/define-plugin.js';
 import type { ContentBlock } from '../../plugin-api.js';
 import type { Attachment } from './protocol.js';
 
@@ -19,19 +20,7 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 export class AttachmentError extends Error {}
 
-// C0 controls (newlines included), DEL, C1 controls, line/paragraph separators, bidi controls.
-const UNSAFE_IN_ATTRIBUTE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' };
-
-/** A value safe inside a double-quoted XML attribute, on one line. */
-export function escapeAttribute(value: string): string {
-  return value.replace(/[&<>"']/g, (c) => ENTITIES[c]!).replace(UNSAFE_IN_ATTRIBUTE, (c) => `&#x${c.charCodeAt(0).toString(16).toUpperCase()};`);
-}
-
-/** `text` with every closing `</tag` (any case, spaces allowed after `<` and `/`) made inert. */
-export function neutralizeClosingTag(text: string, tag: string): string {
-  return text.replace(new RegExp(`<(\\s*/\\s*${tag})(?![\\w-])`, 'gi'), '&lt;$1');
-}
+export { escapeAttribute, neutralizeClosingTag };
 
 /** The wrapper the model sees around an attached text file. */
 export function fileWrapper(name: string, content: string): string {

@@ -38,6 +38,8 @@ export interface ExtractorDeps {
   files(workdir: string): Promise<MemoryFileInfo[]>;
   /** A failure that is not the model's (the list cannot be written). */
   reportFailure(message: string): void;
+  /** New proposals reached the list (the WebUI shows an indicator). */
+  proposed?(added: MemoryProposal[]): void;
 }
 
 interface Turn {
@@ -192,7 +194,10 @@ export class Extractor {
     }));
     try {
       const added = await this.d.list.add(items);
-      if (added.length) this.d.logger.info(`proposed ${added.length} memories for review from conversation ${conv}`);
+      if (added.length) {
+        this.d.logger.info(`proposed ${added.length} memories for review from conversation ${conv}`);
+        this.d.proposed?.(added);
+      }
     } catch (err) {
       this.d.reportFailure(`cannot write the unreviewed memory list: ${(err as Error)?.message ?? String(err)}`);
     }

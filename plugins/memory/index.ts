@@ -8,7 +8,8 @@
  *   memory the model writes mid-run does not change the prompt (and its cache) under it.
  * - Silent extraction (extractor.ts) proposes memories after completed turns into an
  *   unreviewed list, for the user to accept; it never writes memory files.
- * - The `memory` service (service.ts) serves a future WebUI page.
+ * - The `memory` service (service.ts) serves the WebUI Memory page, through the gateway
+ *   messages `memory.*` (gateway-handlers.ts).
  *
  * Settings: the top-level `memory` section (settings.ts, docs/settings.md), read for every run.
  */
@@ -18,7 +19,8 @@ import { Extractor } from './extractor.js';
 import { listAll } from './files.js';
 import { overviewText } from './overview.js';
 import { userRoot } from './paths.js';
-import { createMemoryService, MEMORY_SERVICE } from './service.js';
+import { registerGatewayHandlers } from './gateway-handlers.js';
+import { createMemoryService, MEMORY_SERVICE, MemoryChanges } from './service.js';
 import { memorySettings, MemorySettingsSchema, type MemorySettingsInput } from './settings.js';
 import { MemoryStore } from './store.js';
 import { memoryTool } from './tool.js';
@@ -38,7 +40,17 @@ export default definePlugin({
     const store = new MemoryStore(home, () => settings().maxFileBytes);
     const list = new UnreviewedList(userRoot(home));
 
-    ctx.registerTool(memoryTool(store));
+    const changes = new MemoryChanges((m) => ctx.logger.warn(m));
+    // The model's edits are changes too (an open Memory page shows them).
+    const tool = memoryTool(store);
+    ctx.registerTool({
+      ...tool,
+      execute: async (args, tctx) => {
+        const result = await tool.execute(args, tctx);
+        if (args.command !== 'view' && !result.isError) changes.emit({ kind: 'files', path: args.path ?? args.new_path });
+        return result;
+      },
+    });
     ctx.sessionHooks.tools.tap((tools, rctx) => (memorySettings(rctx.settings, boot).enabled ? tools : tools.filter((t) => t.name !== 'Memory')));
 
     const perRun = new Map<string, Promise<SystemPart | undefined>>();
@@ -75,6 +87,7 @@ export default definePlugin({
       list,
       files: (workdir) => listAll({ home, workdir }),
       reportFailure: (message) => ctx.reportFailure(message),
+      proposed: (added) => changes.emit({ kind: 'unreviewed', proposed: added.length }),
     });
     ctx.sessionHooks.saveUserMessage.tap((message, session) => {
       extractor.userMessage(message, session);
@@ -85,6 +98,9 @@ export default definePlugin({
     });
     ctx.hooks.shutdown.tap(() => extractor.shutdown());
 
-    ctx.provide(MEMORY_SERVICE, createMemoryService(store, list, home, () => extractor.whenIdle()));
+    const service = createMemoryService(store, list, home, () => extractor.whenIdle(), changes);
+    ctx.provide(MEMORY_SERVICE, service);
+    // The gateway may load after this plugin: its handlers are registered once every plugin is in.
+    ctx.hooks.ready.tap(() => registerGatewayHandlers(ctx, service));
   },
 });

@@ -5,6 +5,7 @@
  *
  * Consumers import this type only (`import type`), as gateway does with the mcp service.
  */
+import type { Disposable } from '../../plugin-api.js';
 import { listAll, type MemoryFileInfo } from './files.js';
 import { virtualOf } from './paths.js';
 import type { MemoryStore } from './store.js';
@@ -32,17 +33,50 @@ export interface MemoryService {
   dismiss(id: string): Promise<boolean>;
   /** Resolves once no extraction is waiting or running (tests, orderly hosts). */
   whenIdle(): Promise<void>;
+  /**
+   * Called after a change made here, by the Memory tool, or a new proposal from extraction (not
+   * changes other processes make). `proposed` is set when the unreviewed list gained items.
+   */
+  onChange(listener: (change: MemoryChange) => void): Disposable;
 }
 
-export function createMemoryService(store: MemoryStore, list: UnreviewedList, home: string, whenIdle: () => Promise<void>): MemoryService {
+export interface MemoryChange {
+  kind: 'files' | 'unreviewed';
+  /** The file written or deleted (files), the proposals added (unreviewed, from extraction). */
+  path?: string;
+  proposed?: number;
+}
+
+/** Who tells the service's listeners (index.ts also feeds it the tool's edits and extraction). */
+export class MemoryChanges {
+  private readonly listeners = new Set<(c: MemoryChange) => void>();
+  constructor(private readonly warn: (message: string) => void) {}
+  on(listener: (c: MemoryChange) => void): Disposable {
+    this.listeners.add(listener);
+    return { dispose: () => void this.listeners.delete(listener) };
+  }
+  emit(change: MemoryChange): void {
+    for (const l of this.listeners) {
+      try {
+        l(change);
+      } catch (err) {
+        this.warn(`a memory change listener failed: ${(err as Error)?.message ?? String(err)}`);
+      }
+    }
+  }
+}
+
+export function createMemoryService(store: MemoryStore, list: UnreviewedList, home: string, whenIdle: () => Promise<void>, changes: MemoryChanges): MemoryService {
   return {
     list: (opts = {}) => listAll(opts.workdir ? { home, workdir: opts.workdir } : { home }),
     read: (p, opts = {}) => store.read(p, opts.workdir),
     async write(p, text, opts = {}) {
       await store.create(p, text, opts.workdir, { overwrite: true });
+      changes.emit({ kind: 'files', path: p });
     },
     async delete(p, opts = {}) {
       await store.delete(p, opts.workdir);
+      changes.emit({ kind: 'files', path: p });
     },
     unreviewed: () => list.list(),
     async accept(id, opts = {}) {
@@ -55,11 +89,16 @@ export function createMemoryService(store: MemoryStore, list: UnreviewedList, ho
       // Written first, taken from the list second: a failed write leaves the proposal pending.
       const written = await store.append(target, `- ${text.replace(/\n+/g, ' ')}`, workdir);
       await list.take(id);
+      changes.emit({ kind: 'files', path: written });
+      changes.emit({ kind: 'unreviewed' });
       return written;
     },
     async dismiss(id) {
-      return (await list.take(id)) !== undefined;
+      const gone = (await list.take(id)) !== undefined;
+      if (gone) changes.emit({ kind: 'unreviewed' });
+      return gone;
     },
     whenIdle,
+    onChange: (listener) => changes.on(listener),
   };
 }

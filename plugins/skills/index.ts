@@ -11,12 +11,14 @@
  * A broken SKILL.md is skipped with a warning naming the file and the problem (once per
  * problem), never a failure.
  *
- * Settings: the top-level `skills` section (settings.ts, docs/settings.md).
+ * Settings: the top-level `skills` section (settings.ts, docs/settings.md). The WebUI switches
+ * skills on and off through the gateway messages `skills.*` (gateway-handlers.ts).
  */
 import type { Settings } from '../../plugin-api.js';
 import { definePlugin, SystemPromptStages } from '../../core/define-plugin.js';
 import { buildCatalog } from './catalog.js';
 import { SkillScanner, skillRoots, type Skill, type SkillScan } from './discover.js';
+import { registerGatewayHandlers } from './gateway-handlers.js';
 import { createSkillsService, SKILLS_SERVICE } from './service.js';
 import { skillsSettings, SkillsSettingsSchema, type SkillsSettingsInput } from './settings.js';
 import { skillTool } from './tool.js';
@@ -99,6 +101,9 @@ export default definePlugin({
       perRun.delete(result.runId);
     });
 
-    ctx.provide(SKILLS_SERVICE, createSkillsService(scan, ctx.settings));
+    const service = createSkillsService(scan, ctx.settings);
+    ctx.provide(SKILLS_SERVICE, service);
+    // The gateway may load after this plugin: its handlers are registered once every plugin is in.
+    ctx.hooks.ready.tap(() => registerGatewayHandlers(ctx, service));
   },
 });

@@ -1,5 +1,5 @@
 /**
- * The `skills` service, for a future WebUI switch per skill: the skills found (with their
+ * The `skills` service, for the WebUI switch per skill (gateway-handlers.ts): the skills found (with their
  * enabled flag), the broken ones (with the problem), and `setEnabled`, which writes
  * `skills.disabled` through the settings store (validated, merged with changes made
  * elsewhere, and seen by the next run).

@@ -106,6 +106,8 @@ describe('plugin-api.d.ts', () => {
         "ToolSpec",
         "Usage",
         "definePlugin",
+        "escapeAttribute",
+        "neutralizeClosingTag",
       ]
     `);
   });

@@ -7,17 +7,19 @@ import { computed, ref } from 'vue';
 import type { ConversationSummary } from '../../../plugins/gateway/protocol.js';
 import { client } from '../api/client.js';
 
-export type View = 'chat' | 'settings';
+export type View = 'chat' | 'settings' | 'scheduled' | 'memory';
 
 function readRoute(): { view: View; id: string | null } {
   const h = location.hash.replace(/^#\/?/, '');
   if (h === 'settings') return { view: 'settings', id: null };
+  if (h === 'scheduled') return { view: 'scheduled', id: null };
+  if (h === 'memory') return { view: 'memory', id: null };
   const m = /^c\/([A-Za-z0-9_-]{1,128})$/.exec(h);
   return { view: 'chat', id: m ? m[1]! : null };
 }
 
 function writeRoute(view: View, id: string | null): void {
-  const hash = view === 'settings' ? '#/settings' : id ? `#/c/${id}` : '#/';
+  const hash = view === 'settings' ? '#/settings' : view === 'scheduled' ? '#/scheduled' : view === 'memory' ? '#/memory' : id ? `#/c/${id}` : '#/';
   if (location.hash !== hash) history.replaceState(history.state, '', location.pathname + location.search + hash);
 }
 
@@ -120,6 +122,18 @@ export const useConversationsStore = defineStore('conversations', () => {
     writeRoute(view.value, currentId.value);
   }
 
+  /** The Scheduled page (toggle: `show` false goes back to the chat). */
+  function showScheduled(show = true): void {
+    view.value = show ? 'scheduled' : 'chat';
+    writeRoute(view.value, currentId.value);
+  }
+
+  /** The Memory page (toggle: `show` false goes back to the chat). */
+  function showMemory(show = true): void {
+    view.value = show ? 'memory' : 'chat';
+    writeRoute(view.value, currentId.value);
+  }
+
   /** Put a conversation the server just created at the top of the list until the server's list says more. */
   function upsert(summary: ConversationSummary): void {
     const at = items.value.findIndex((c) => c.id === summary.id);
@@ -153,5 +167,5 @@ export const useConversationsStore = defineStore('conversations', () => {
     if (currentId.value === id) open(null);
   }
 
-  return { items, search, visible, current, currentId, view, loaded, error, init, refresh, setSearch, open, showSettings, upsert, setRunning, rename, remove };
+  return { items, search, visible, current, currentId, view, loaded, error, init, refresh, setSearch, open, showSettings, showScheduled, showMemory, upsert, setRunning, rename, remove };
 });
