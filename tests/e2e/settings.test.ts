@@ -177,4 +177,21 @@ describe.skipIf(!hasChromium)('WebUI settings, themes and first run (e2e)', () =
       await fresh.close();
     }
   });
+
+  it('Settings page: an unknown key is shown with its did-you-mean, and the settings still work', async () => {
+    const typo = await startE2EServer({ settings: { runtime: { maxRoundz: 3 } } as never });
+    const ctx = await newContext(browser);
+    try {
+      const p = await ctx.newPage();
+      await openApp(p, typo.appUrl);
+      await p.getByTestId('open-settings').first().click();
+      const banner = p.getByTestId('settings-warnings');
+      await banner.waitFor();
+      expect(await banner.textContent()).toContain('runtime.maxRoundz (did you mean runtime.maxRounds?)');
+      await p.screenshot({ path: '/tmp/settings-warnings.png' });
+    } finally {
+      await ctx.close();
+      await typo.close();
+    }
+  });
 });

@@ -45,6 +45,12 @@ export const useSettingsStore = defineStore('settings', () => {
   /** Bumped when another client changed settings, so an open form can offer to reload. */
   const remoteVersion = ref(0);
   const saving = ref(false);
+  /** What the server says about the settings without refusing them: unknown keys (with a did-you-mean), an invalid file on disk. */
+  const warnings = ref<Array<{ path: string; message: string; suggestion?: string }>>([]);
+  const takeWarnings = (data: unknown) => {
+    const w = data && typeof data === 'object' ? (data as { warnings?: unknown }).warnings : undefined;
+    if (Array.isArray(w)) warnings.value = w as typeof warnings.value;
+  };
 
   const configuredProviders = computed(() => (providers.value ?? []).filter((p) => p.configured));
   /** First run: providers are known and none is usable. */
@@ -74,6 +80,7 @@ export const useSettingsStore = defineStore('settings', () => {
   function init(): void {
     applyTheme();
     client().on('settings', (m) => {
+      takeWarnings(m);
       // settings.get also answers with this message: only a real change counts as remote.
       if (JSON.stringify(m.settings) === JSON.stringify(settings.value)) return;
       const first = settings.value === null;
@@ -90,6 +97,7 @@ export const useSettingsStore = defineStore('settings', () => {
     const [s] = await Promise.all([client().request({ type: 'settings.get' }), loadProviders()]);
     const got = settingsFrom(s);
     if (got) settings.value = got;
+    takeWarnings(s);
   }
 
   async function loadProviders(): Promise<void> {
@@ -111,6 +119,7 @@ export const useSettingsStore = defineStore('settings', () => {
     for (const key of Object.keys(settings.value ?? {})) if (!(key in next)) patch[key] = null;
     try {
       const data = await client().request({ type: 'settings.set', settings: patch });
+      takeWarnings(data);
       // The reply may echo the stored settings; otherwise what we sent is what was stored.
       const echoed = data && typeof data === 'object' ? (data as { settings?: unknown }).settings : undefined;
       settings.value = echoed && typeof echoed === 'object' ? (echoed as Settings) : next;
@@ -120,5 +129,5 @@ export const useSettingsStore = defineStore('settings', () => {
     }
   }
 
-  return { settings, providers, theme, remoteVersion, saving, configuredProviders, needsSetup, toggleTheme, init, load, loadProviders, save };
+  return { settings, providers, theme, remoteVersion, saving, warnings, configuredProviders, needsSetup, toggleTheme, init, load, loadProviders, save };
 });
