@@ -12,48 +12,10 @@ import { WebSocket } from 'ws';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { anthropicReply, startMockAnthropic, type MockAnthropicServer } from '../fixtures/mock-anthropic.js';
 import { BIN, runCli, tempHome, type CliResult } from '../helpers/cli.js';
+import { killSleepers, running, sleeper, statOf, until } from '../helpers/processes.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function statOf(pid: number): { state: string; start: number } | undefined {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { state: f[0]!, start: Number(f[19]) };
-  } catch {
-    return undefined;
-  }
-}
-
-/** Live (non-zombie) pids whose command line is exactly `cmd`, read from /proc. */
-function running(cmd: string): number[] {
-  const out: number[] = [];
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      if (fs.readFileSync(`/proc/${name}/cmdline`, 'utf8').replace(/\0+$/, '').replace(/\0/g, ' ') !== cmd) continue;
-    } catch {
-      continue;
-    }
-    const s = statOf(Number(name));
-    if (s && s.state !== 'Z' && s.state !== 'X') out.push(Number(name));
-  }
-  return out;
-}
-
-const used: string[] = [];
-function sleeper(): string {
-  const cmd = `sleep ${1000 + Math.floor(Math.random() * 9000)}.${String(process.pid).slice(-3)}${String(used.length).padStart(3, '0')}`;
-  used.push(cmd);
-  return cmd;
-}
-async function until(check: () => boolean, ms = 10_000, what = 'condition'): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`${what} not met in time`);
-    await sleep(25);
-  }
-}
 
 const children: ChildProcess[] = [];
 const homes: string[] = [];
@@ -62,7 +24,7 @@ afterEach(() => {
   release?.();
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   // Whatever a failing test left running: killed by pid, never by name.
-  for (const cmd of used.splice(0)) for (const pid of running(cmd)) process.kill(pid, 'SIGKILL');
+  killSleepers();
   for (const h of homes.splice(0)) fs.rmSync(h, { recursive: true, force: true });
 });
 

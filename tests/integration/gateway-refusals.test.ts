@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { WebSocket } from 'ws';
+import { refusedStatus } from './gateway-harness.js';
 import { createKernel, type Kernel } from '../../core/kernel.js';
 import gatewayPlugin, { GATEWAY_SERVICE, type GatewayService } from '../../plugins/gateway/index.js';
 
@@ -46,21 +46,6 @@ async function start(refusalLogIntervalMs?: number) {
   return { kernel, url, lines, refusals };
 }
 
-/** Open a socket that the gateway must refuse; resolves with the HTTP status. */
-function refused(url: string, headers: Record<string, string> = {}): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { headers });
-    ws.on('unexpected-response', (_req, res) => {
-      resolve(res.statusCode ?? 0);
-      ws.terminate();
-    });
-    ws.on('open', () => {
-      ws.terminate();
-      reject(new Error('the socket was accepted'));
-    });
-    ws.on('error', () => undefined);
-  });
-}
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -96,8 +81,8 @@ describe('refused gateway connections are logged rate-limited', () => {
     const g = await start(interval);
     const began = Date.now();
     const statuses = await Promise.all([
-      ...Array.from({ length: 50 }, (_, i) => refused(i % 2 ? `${g.url}?token=wrong-${i}` : g.url)),
-      ...Array.from({ length: 7 }, () => refused(`${g.url}?token=${TOKEN}`, { Origin: 'https://evil.example' })),
+      ...Array.from({ length: 50 }, (_, i) => refusedStatus(i % 2 ? `${g.url}?token=wrong-${i}` : g.url)),
+      ...Array.from({ length: 7 }, () => refusedStatus(`${g.url}?token=${TOKEN}`, { headers: { Origin: 'https://evil.example' } })),
     ]);
     expect(statuses.filter((s) => s === 401)).toHaveLength(50);
     expect(statuses.filter((s) => s === 403)).toHaveLength(7);
@@ -117,20 +102,20 @@ describe('refused gateway connections are logged rate-limited', () => {
 
   it('a quiet interval ends the burst: the next refusal is logged in full again', async () => {
     const g = await start(150);
-    await refused(g.url);
-    await refused(g.url);
+    await refusedStatus(g.url);
+    await refusedStatus(g.url);
     await eventually(() => g.refusals().length === 2, 'the summary');
     expect(g.refusals()[1]).toMatch(/^refused 1 more gateway connection in the last [\d.]+ s \(bad token: 1; from 1 address\)$/);
     // One interval with nothing to report closes the burst.
     await wait(400);
-    await refused(`${g.url}?token=${TOKEN}`, { Host: 'evil.example' });
+    await refusedStatus(`${g.url}?token=${TOKEN}`, { headers: { Host: 'evil.example' } });
     await eventually(() => g.refusals().length === 3, 'the next full line');
     expect(g.refusals()[2]).toBe('refused a gateway connection from 127.0.0.1: Host not allowed');
   });
 
   it('the default interval is a minute; shutting down writes the pending summary', async () => {
     const g = await start();
-    for (let i = 0; i < 5; i++) await refused(g.url);
+    for (let i = 0; i < 5; i++) await refusedStatus(g.url);
     await wait(100);
     expect(g.refusals()).toEqual(['refused a gateway connection from 127.0.0.1: missing or wrong token']);
     await running[0]!.kernel.shutdown();
@@ -140,8 +125,8 @@ describe('refused gateway connections are logged rate-limited', () => {
 
   it('the token never reaches the log, even a wrong one', async () => {
     const g = await start(100);
-    await refused(`${g.url}?token=secret-wrong-token-value`);
-    await refused(`${g.url}?token=secret-wrong-token-value`);
+    await refusedStatus(`${g.url}?token=secret-wrong-token-value`);
+    await refusedStatus(`${g.url}?token=secret-wrong-token-value`);
     await eventually(() => g.refusals().length === 2, 'the summary');
     expect(g.lines.join('\n')).not.toContain('secret-wrong-token-value');
   });

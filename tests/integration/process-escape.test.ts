@@ -13,39 +13,10 @@ import { createManagedProcessTool, ProcessManager } from '../../plugins/tool-man
 import { anthropicReply, startMockAnthropic, type MockAnthropicServer } from '../fixtures/mock-anthropic.js';
 import { jsonLines, runCli, tempHome } from '../helpers/cli.js';
 import { makeSandbox, textOf, type Sandbox } from '../helpers/tool-context.js';
+import { killSleepers, running, sleeper, until } from '../helpers/processes.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Live (non-zombie) pids whose command line is exactly `cmd`, read from /proc. */
-function running(cmd: string): number[] {
-  const out: number[] = [];
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      if (fs.readFileSync(`/proc/${name}/cmdline`, 'utf8').replace(/\0+$/, '').replace(/\0/g, ' ') !== cmd) continue;
-      const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
-      if (!/^[ZX]$/.test(stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3))) out.push(Number(name));
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return out;
-}
-
-const used: string[] = [];
-/** A `sleep` command line no other process has: the process's name in the checks. */
-function sleeper(): string {
-  const cmd = `sleep ${1000 + Math.floor(Math.random() * 9000)}.${String(process.pid).slice(-3)}${String(used.length).padStart(3, '0')}`;
-  used.push(cmd);
-  return cmd;
-}
-async function until(check: () => boolean, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await sleep(20);
-  }
-}
 
 let sb: Sandbox;
 let manager: ProcessManager;
@@ -58,7 +29,7 @@ beforeEach(() => {
 afterEach(async () => {
   manager.killAllNow();
   // Whatever a failing test left running: killed by pid, never by name.
-  for (const cmd of used.splice(0)) for (const pid of running(cmd)) process.kill(pid, 'SIGKILL');
+  killSleepers();
   sb.cleanup();
 });
 
