@@ -13,6 +13,9 @@ export interface CronForm {
   prompt: string;
   mode: '' | 'text' | 'tools' | 'agent-dev';
   conversationId: string;
+  /** Kept from the task being edited (the form has no field for them), so saving does not drop them. */
+  provider: string;
+  model: string;
   command: string;
   workdir: string;
   url: string;
@@ -35,7 +38,7 @@ export function hostTimeZone(): string {
 
 export function emptyForm(): CronForm {
   return {
-    name: '', kind: 'prompt', prompt: '', mode: '', conversationId: '', command: '', workdir: '', url: '', method: 'GET',
+    name: '', kind: 'prompt', prompt: '', mode: '', conversationId: '', provider: '', model: '', command: '', workdir: '', url: '', method: 'GET',
     headers: '', body: '', timeoutMs: '', schedule: '0 9 * * *', timezone: hostTimeZone(), missed: 'skip', overlap: 'skip',
     maxExecutions: '', enabled: true,
   };
@@ -49,7 +52,7 @@ export function formOf(t: CronTask): CronForm {
     maxExecutions: t.maxExecutions === null ? '' : String(t.maxExecutions), enabled: t.enabled,
     timeoutMs: a.timeoutMs === undefined ? '' : String(a.timeoutMs),
   });
-  if (a.kind === 'prompt') Object.assign(f, { prompt: a.prompt, mode: a.mode ?? '', conversationId: a.conversationId ?? '', workdir: a.workdir ?? '' });
+  if (a.kind === 'prompt') Object.assign(f, { prompt: a.prompt, mode: a.mode ?? '', conversationId: a.conversationId ?? '', workdir: a.workdir ?? '', provider: a.provider ?? '', model: a.model ?? '' });
   else if (a.kind === 'bash') Object.assign(f, { command: a.command, workdir: a.workdir ?? '' });
   else {
     const headers = Object.entries(a.headers ?? {}).map(([k, v]) => `${k}: ${v}`).join('\n');
@@ -79,7 +82,7 @@ function actionOf(f: CronForm): CronAction {
   const opt = <K extends string>(key: K, v: string) => (v.trim() ? ({ [key]: v.trim() } as Record<K, string>) : {});
   const timeout = f.timeoutMs.trim() ? { timeoutMs: Number(f.timeoutMs.trim()) } : {};
   if (f.kind === 'prompt') {
-    return { kind: 'prompt', prompt: f.prompt, ...(f.mode ? { mode: f.mode } : {}), ...opt('workdir', f.workdir), ...opt('conversationId', f.conversationId), ...timeout };
+    return { kind: 'prompt', prompt: f.prompt, ...(f.mode ? { mode: f.mode } : {}), ...opt('provider', f.provider), ...opt('model', f.model), ...opt('workdir', f.workdir), ...opt('conversationId', f.conversationId), ...timeout };
   }
   if (f.kind === 'bash') return { kind: 'bash', command: f.command, ...opt('workdir', f.workdir), ...timeout };
   const lines = headerLines(f.headers);
