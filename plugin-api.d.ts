@@ -532,6 +532,12 @@ export interface ProviderRequest {
   /** Provider-specific options merged from settings and the request. */
   options: JsonObject;
   conversationId: string;
+  /**
+   * A short side request (a title, a memory extraction): whatever the settings say, the provider
+   * sends no thinking (the least reasoning the model allows), no hosted web search, no prompt-cache
+   * breakpoints, and stores nothing server-side (no Responses storage or chaining).
+   */
+  lean?: boolean;
 }
 
 /**
@@ -657,6 +663,8 @@ export interface CompletionOptions {
   signal?: AbortSignal;
   /** Recorded on the request (providers use it for caching and chaining); default a fresh id. */
   conversationId?: string;
+  /** Send it as a lean request ({@link ProviderRequest.lean}): no reasoning, search, caching or storage. Default false. */
+  lean?: boolean;
 }
 
 /** The reply of {@link RuntimeApi.complete}. */

@@ -18,6 +18,7 @@ const OptionsSchema = z.object({
   messages: z.array(z.object({ role: z.enum(['user', 'assistant', 'tool']), content: z.array(z.object({ type: z.string() }).passthrough()) }).passthrough()).min(1, 'must hold at least one message'),
   maxOutputTokens: z.number().int().positive().optional(),
   conversationId: z.string().min(1).optional(),
+  lean: z.boolean().optional(),
 });
 
 export interface CompletionDeps {
@@ -44,6 +45,7 @@ export async function complete(deps: CompletionDeps, options: CompletionOptions)
     options: requestOptions(settings.providers?.[provider.id]),
     conversationId: options.conversationId ?? newConversationId(),
     ...(options.maxOutputTokens ? { maxOutputTokens: options.maxOutputTokens } : {}),
+    ...(options.lean ? { lean: true } : {}),
   };
   const idleMs = settings.runtime?.streamIdleTimeoutMs ?? 120_000;
   for (let attempt = 1; ; attempt++) {

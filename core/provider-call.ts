@@ -103,6 +103,15 @@ export function retryDelayMs(err: ProviderErrorInfo, attempt: number, hadOutput:
 
 /** Provider settings as request options, without credentials: taps (and their logs) never see keys. */
 export function requestOptions(settings: Record<string, unknown> | undefined): Record<string, never> {
-  const { apiKey: _key, apiKeyEnv: _keyEnv, ...rest } = settings ?? {};
-  return rest as Record<string, never>;
+  if (!settings) return NO_OPTIONS;
+  // Settings are replaced, never mutated: one options object per section keeps the provider's
+  // validation of it cached (by identity) instead of re-run every round.
+  let options = optionsBySection.get(settings);
+  if (!options) {
+    const { apiKey: _key, apiKeyEnv: _keyEnv, ...rest } = settings;
+    optionsBySection.set(settings, (options = Object.freeze(rest) as Record<string, never>));
+  }
+  return options;
 }
+const NO_OPTIONS: Record<string, never> = Object.freeze({});
+const optionsBySection = new WeakMap<object, Record<string, never>>();

@@ -55,7 +55,7 @@ export class HistoryStore {
   private readonly insertSegment: Statement<{ id: string; conversationId: string; parentId: string | null; summary: string | null; checkpoint: string | null; now: number }>;
   private readonly upsertMessage: Statement<MessageParams>;
   private readonly touch: Statement<{ id: string; lastSeq: number; now: number }>;
-  private readonly touchRound: Statement<{ id: string; lastSeq: number; now: number; provider: string; model: string }>;
+  private readonly extendSeq: Statement<{ id: string; lastSeq: number }>;
   private readonly runFacts: Statement<RunFacts>;
   private readonly insertUsage: Statement<Record<string, string | number | null>>;
   private readonly segmentMessages: Statement<[string], MessageRow>;
@@ -110,8 +110,11 @@ export class HistoryStore {
     );
     // last_seq only rises: a late, coalesced save must not lower what a later one stored.
     this.touch = db.prepare('UPDATE conversations SET last_seq = MAX(last_seq, @lastSeq), updated_at = @now WHERE id = @id');
-    this.touchRound = db.prepare(
-      'UPDATE conversations SET last_seq = MAX(last_seq, @lastSeq), updated_at = @now, provider = @provider, model = @model WHERE id = @id',
+    // A round commit writes no conversation row: the run's facts were stored with its user
+    // message, and its last seq is covered by the reservation (extended here only when a long
+    // run nears its end, an UPDATE that matches no row otherwise, so it writes no page).
+    this.extendSeq = db.prepare(
+      `UPDATE conversations SET seq_reserved = @lastSeq + ${SEQ_RESERVE} WHERE id = @id AND seq_reserved < @lastSeq + ${SEQ_RESERVE / 2}`,
     );
     this.runFacts = db.prepare(
       'UPDATE conversations SET provider = @provider, model = @model, mode = @mode, workdir = @workdir WHERE id = @conversationId',
@@ -250,7 +253,7 @@ export class HistoryStore {
     this.upsertMessage.run(messageParams(id, r.assistant, statusOf(r.assistant), now));
     if (r.toolResults) this.upsertMessage.run(messageParams(id, r.toolResults, 'complete', now));
     if (r.usage) this.recordUsage({ conversationId: id, messageId: r.assistant.id, runId: r.runId, round: r.round, provider: r.provider, model: r.model, usage: r.usage, now });
-    this.touchRound.run({ id, lastSeq: r.lastSeq, now, provider: r.provider, model: r.model });
+    this.extendSeq.run({ id, lastSeq: r.lastSeq });
   }
 
   private recordUsage(u: { conversationId: string; messageId: string | null; runId: string; round: number; provider: string; model: string; usage: Usage; now: number }): void {

@@ -169,6 +169,7 @@ export class Extractor {
         system: [{ id: 'memory-extraction', text: EXTRACTION_SYSTEM }],
         messages: [{ id: `memx-${conv}-${Date.now()}`, role: 'user', content: [{ type: 'text', text: prompt }], createdAt: Date.now() }],
         maxOutputTokens: 1024,
+        lean: true,
         signal: controller.signal,
       });
       reply = done.text;

@@ -4,8 +4,9 @@
  *
  * - The `Memory` tool (tool.ts) edits them with the commands of Anthropic's memory tool.
  * - The overview (overview.ts), an index of the files, is placed in the system prompt at
- *   stage MEMORY. It is read once per run, at its first request: later rounds reuse it, so a
- *   memory the model writes mid-run does not change the prompt (and its cache) under it.
+ *   stage MEMORY as it was at the conversation's first turn (pinned-overview.ts): the cached
+ *   prompt prefix never changes under a conversation. What changed since goes as a short
+ *   `<memory-update>` on the newest user message, worked out once per run.
  * - Silent extraction (extractor.ts) proposes memories after completed turns into an
  *   unreviewed list, for the user to accept; it never writes memory files.
  * - The `memory` service (service.ts) serves the WebUI Memory page, through the gateway
@@ -13,11 +14,12 @@
  *
  * Settings: the top-level `memory` section (settings.ts, docs/settings.md), read for every run.
  */
-import type { SystemPart } from '../../plugin-api.js';
-import { definePlugin, SystemPromptStages } from '../../core/define-plugin.js';
+import type { RequestContext, SystemPart } from '../../plugin-api.js';
+import { definePlugin, MessageStages, SystemPromptStages } from '../../core/define-plugin.js';
 import { Extractor } from './extractor.js';
 import { listAll } from './files.js';
 import { overviewText } from './overview.js';
+import { memoryUpdateText, OverviewPins, UpdateAttacher, type MetaStore } from './pinned-overview.js';
 import { userRoot } from './paths.js';
 import { registerGatewayHandlers } from './gateway-handlers.js';
 import { createMemoryService, MEMORY_SERVICE, MemoryChanges } from './service.js';
@@ -53,31 +55,50 @@ export default definePlugin({
     });
     ctx.sessionHooks.tools.tap((tools, rctx) => (memorySettings(rctx.settings, boot).enabled ? tools : tools.filter((t) => t.name !== 'Memory')));
 
-    const perRun = new Map<string, Promise<SystemPart | undefined>>();
+    // Worked out once per run, at its first request: later rounds reuse it, so a memory the
+    // model writes mid-run changes neither the prompt nor the update under it.
+    const pins = new OverviewPins(() => ctx.service<MetaStore>('history'), ctx.logger);
+    const attacher = new UpdateAttacher();
+    const perRun = new Map<string, Promise<{ part?: SystemPart; update?: string }>>();
+    const runMemory = (rctx: RequestContext, s: ReturnType<typeof settings>) => {
+      let found = perRun.get(rctx.runId);
+      if (!found) {
+        const tool = rctx.tools.some((t) => t.name === 'Memory');
+        found = listAll({ home, workdir: rctx.workdir }).then(
+          async (files) => {
+            const pinned = await pins.pinFor(rctx.conversationId, files);
+            const text = overviewText(pinned, { maxLines: s.overviewMaxLines, maxBytes: s.overviewMaxBytes }, tool);
+            const update = memoryUpdateText(pinned, files);
+            return { ...(text ? { part: { id: 'memory', text } } : {}), ...(update ? { update } : {}) };
+          },
+          (err: unknown) => {
+            ctx.logger.warn(`cannot read the memory folders: ${(err as Error)?.message ?? String(err)}`);
+            return {};
+          },
+        );
+        perRun.set(rctx.runId, found);
+        if (perRun.size > MAX_RUNS) perRun.delete(perRun.keys().next().value!);
+      }
+      return found;
+    };
     ctx.sessionHooks.systemPrompt.tap(
       async (parts, rctx) => {
         const s = memorySettings(rctx.settings, boot);
         if (!s.enabled) return parts;
-        let part = perRun.get(rctx.runId);
-        if (!part) {
-          const tool = rctx.tools.some((t) => t.name === 'Memory');
-          part = listAll({ home, workdir: rctx.workdir }).then(
-            (files) => {
-              const text = overviewText(files, { maxLines: s.overviewMaxLines, maxBytes: s.overviewMaxBytes }, tool);
-              return text ? { id: 'memory', text } : undefined;
-            },
-            (err: unknown) => {
-              ctx.logger.warn(`cannot read the memory folders: ${(err as Error)?.message ?? String(err)}`);
-              return undefined;
-            },
-          );
-          perRun.set(rctx.runId, part);
-          if (perRun.size > MAX_RUNS) perRun.delete(perRun.keys().next().value!);
-        }
-        const found = await part;
-        return found ? [...parts, found] : parts;
+        const { part } = await runMemory(rctx, s);
+        return part ? [...parts, part] : parts;
       },
       { stage: SystemPromptStages.MEMORY },
+    );
+    ctx.sessionHooks.messages.tap(
+      async (messages, rctx) => {
+        const s = memorySettings(rctx.settings, boot);
+        if (!s.enabled) return messages;
+        const { update } = await runMemory(rctx, s);
+        return update ? attacher.attach(messages, update) : messages;
+      },
+      // Before the context policy, so what it does to the newest message sees the update too.
+      { stage: MessageStages.CONTEXT_POLICY - 10 },
     );
 
     const extractor = new Extractor({

@@ -5,6 +5,7 @@
  * index stays small however much is remembered (Claude Code loads 200 lines / 25 KB of its
  * MEMORY.md index; ours is generated, so it cannot drift from the files).
  */
+import { neutralizeClosingTag } from '../../core/define-plugin.js';
 import { humanSize, type MemoryFileInfo } from './files.js';
 
 export interface OverviewBudget {
@@ -13,7 +14,7 @@ export interface OverviewBudget {
 }
 
 /** The overview text, or undefined when nothing is remembered. `tool`: the Memory tool is offered. */
-export function overviewText(files: MemoryFileInfo[], budget: OverviewBudget, tool: boolean): string | undefined {
+export function overviewText(files: Array<Pick<MemoryFileInfo, 'path' | 'size' | 'firstLine'>>, budget: OverviewBudget, tool: boolean): string | undefined {
   if (!files.length) return undefined;
   const head = [
     '<memory>',
@@ -35,5 +36,6 @@ export function overviewText(files: MemoryFileInfo[], budget: OverviewBudget, to
     shown++;
   }
   if (shown < files.length) lines.push(`- ... and ${files.length - shown} more files: view /memories to see them all.`);
-  return [...head, ...lines, tail].join('\n');
+  // First lines are the files' own words: none may close the wrapper early.
+  return [...head, neutralizeClosingTag(lines.join('\n'), 'memory'), tail].join('\n');
 }

@@ -52,12 +52,13 @@ function toolChoiceFor(choice: ProviderRequest['toolChoice'] | { type: 'tool'; n
 export function buildAnthropicRequest(req: ProviderRequest, cfg: AnthropicConfig, providerId: string, models: ModelInfo[] | undefined): WireRequest {
   const model = req.model;
   const messages = toAnthropicMessages(req.messages, providerId);
-  const cache = cfg.cache;
+  // A lean side request (a title) sets no cache breakpoint: writing a cache costs more than it saves once.
+  const cache = cfg.cache && !req.lean;
   let breakpoints = MAX_CACHE_BREAKPOINTS;
 
   const tools: WireTool[] = req.tools.map(toolBlock);
   const toolChoice = tools.length ? toolChoiceFor(req.toolChoice, model) : undefined;
-  if (cfg.webSearch && !req.tools.some((t) => t.name === 'web_search')) {
+  if (cfg.webSearch && !req.lean && !req.tools.some((t) => t.name === 'web_search')) {
     tools.push({ type: WEB_SEARCH_TOOL_TYPE, name: 'web_search', ...(cfg.webSearch.maxUses ? { max_uses: cfg.webSearch.maxUses } : {}) });
   }
   if (cache && tools.length) {
@@ -99,7 +100,7 @@ export function buildAnthropicRequest(req: ProviderRequest, cfg: AnthropicConfig
   if (limit) maxTokens = Math.min(maxTokens, limit);
 
   let thinking: WireBlock | undefined;
-  const budget = req.thinkingBudget || cfg.thinkingBudget || 0;
+  const budget = req.lean ? 0 : req.thinkingBudget || cfg.thinkingBudget || 0;
   const forced = toolChoice?.type === 'any' || toolChoice?.type === 'tool';
   // Forced tool use and thinking cannot be combined; neither can thinking and a tool turn that did not start with thinking.
   if (budget > 0 && !forced && thinkingAllowed(messages)) {

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { connectionShape, customProviderShape } from '../provider-shared/settings-schemas.js';
 import type { JsonObject, Settings } from '../../plugin-api.js';
 import { credentialsFor } from '../provider-shared/keys.js';
+import { isUrl, parseOnce } from '../provider-shared/parse-once.js';
 
 export const CLAUDE_CODE_ID = 'claude_code';
 export const DEFAULT_BASE_URL = 'https://api.anthropic.com';
@@ -99,12 +100,12 @@ export function unknownKeys(value: unknown, schema: z.ZodObject): string[] {
 /** `providers.claude_code` over ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL. */
 export function resolveClaudeCodeConfig(settings: Settings, env: NodeJS.ProcessEnv = process.env): ConfigResult {
   const raw = settings.providers?.[CLAUDE_CODE_ID] ?? {};
-  const parsed = ClaudeCodeSettingsSchema.safeParse(raw);
+  const parsed = parseOnce(ClaudeCodeSettingsSchema, raw);
   if (!parsed.success) return { ok: false, error: describeIssue(`settings for provider "${CLAUDE_CODE_ID}"`, `providers.${CLAUDE_CODE_ID}`, parsed.error.issues[0]!) };
   const creds = credentialsFor(settings, CLAUDE_CODE_ID, ENV, env);
   let baseUrl = DEFAULT_BASE_URL;
   if (creds.baseUrl) {
-    if (!z.url().safeParse(creds.baseUrl).success) {
+    if (!isUrl(creds.baseUrl)) {
       return { ok: false, error: `settings for provider "${CLAUDE_CODE_ID}": environment ${ENV.baseUrl}: not a URL (${JSON.stringify(creds.baseUrl)})` };
     }
     baseUrl = normalizeBaseUrl(creds.baseUrl);
@@ -115,7 +116,7 @@ export function resolveClaudeCodeConfig(settings: Settings, env: NodeJS.ProcessE
 /** A validated custom provider entry, or the error naming it and its bad field. */
 export function parseCustomProvider(entry: unknown, index: number): { ok: true; entry: CustomAnthropicSettings } | { ok: false; error: string; id: string } {
   const id = entry && typeof entry === 'object' && typeof (entry as { id?: unknown }).id === 'string' ? (entry as { id: string }).id : `#${index}`;
-  const parsed = CustomAnthropicSchema.safeParse(entry);
+  const parsed = parseOnce(CustomAnthropicSchema, entry);
   if (!parsed.success) return { ok: false, id, error: describeIssue('settings', `customProviders[${index}] (provider "${id}")`, parsed.error.issues[0]!) };
   return { ok: true, entry: parsed.data };
 }
@@ -132,7 +133,7 @@ export function resolveCustomConfig(entry: CustomAnthropicSettings, env: NodeJS.
 
 /** Per-request overrides from `request.options` (validated; foreign keys such as apiKey are ignored). */
 export function parseRequestOptions(provider: string, options: JsonObject | undefined): { ok: true; value: RequestOptions } | { ok: false; error: string } {
-  const parsed = RequestOptionsSchema.safeParse(options ?? {});
+  const parsed = parseOnce(RequestOptionsSchema, options ?? {});
   if (!parsed.success) return { ok: false, error: describeIssue(`request options for provider "${provider}"`, 'options', parsed.error.issues[0]!) };
   return { ok: true, value: parsed.data };
 }

@@ -28,7 +28,7 @@ export interface WireRequest {
 function thinkingConfig(req: ProviderRequest, cfg: GeminiConfig, models: ModelInfo[] | undefined): ThinkingConfig | undefined {
   if (!modelThinks(req.model, models)) return undefined;
   // The request's budget (a positive number) wins; else settings; else the model's default (dynamic).
-  const budget = req.thinkingBudget && req.thinkingBudget > 0 ? req.thinkingBudget : cfg.thinkingBudget;
+  const budget = req.lean ? 0 : req.thinkingBudget && req.thinkingBudget > 0 ? req.thinkingBudget : cfg.thinkingBudget;
   const range = thinkingRange(req.model);
   if (budget === 0) {
     // Off where the model allows it; Pro cannot stop thinking, so it gets the least it takes.
@@ -65,7 +65,7 @@ export function buildGeminiRequest(req: ProviderRequest, cfg: GeminiConfig, prov
       body.toolConfig = { functionCallingConfig: fcc };
     }
   }
-  if (cfg.webSearch) {
+  if (cfg.webSearch && !req.lean) {
     if (!req.tools.length || combinesSearchWithFunctions(req.model)) tools.push({ googleSearch: {} });
     else note?.(`webSearch is skipped for ${req.model} in rounds that offer tools: Gemini 2.x refuses googleSearch next to function calling`);
   }

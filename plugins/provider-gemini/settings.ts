@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { connectionShape, customProviderShape } from '../provider-shared/settings-schemas.js';
 import type { JsonObject, Settings } from '../../plugin-api.js';
 import { credentialsFor } from '../provider-shared/keys.js';
+import { isUrl, parseOnce } from '../provider-shared/parse-once.js';
 
 export const GEMINI_ID = 'gemini';
 export const DEFAULT_BASE_URL = 'https://generativelanguage.googleapis.com';
@@ -102,12 +103,12 @@ export function unknownKeys(value: unknown, schema: z.ZodObject): string[] {
 
 /** `providers.<id>` over the environment (the built-in `gemini` provider). */
 export function resolveGeminiConfig(settings: Settings, id = GEMINI_ID, env: NodeJS.ProcessEnv = process.env): ConfigResult {
-  const parsed = GeminiSettingsSchema.safeParse(settings.providers?.[id] ?? {});
+  const parsed = parseOnce(GeminiSettingsSchema, settings.providers?.[id] ?? {});
   if (!parsed.success) return { ok: false, error: describeIssue(id, `settings providers.${id}`, parsed.error.issues[0]!) };
   const creds = credentialsFor(settings, id, GEMINI_ENV, env);
   let url = DEFAULT_BASE_URL;
   if (creds.baseUrl) {
-    if (!z.url().safeParse(creds.baseUrl).success) return { ok: false, error: `provider "${id}": environment ${GEMINI_ENV.baseUrl}: not a URL (${JSON.stringify(creds.baseUrl)})` };
+    if (!isUrl(creds.baseUrl)) return { ok: false, error: `provider "${id}": environment ${GEMINI_ENV.baseUrl}: not a URL (${JSON.stringify(creds.baseUrl)})` };
     url = creds.baseUrl;
   }
   const config: GeminiConfig = { ...BASE, ...splitBaseUrl(url), ...(creds.apiKey ? { apiKey: creds.apiKey } : {}) };
@@ -117,7 +118,7 @@ export function resolveGeminiConfig(settings: Settings, id = GEMINI_ID, env: Nod
 /** A validated custom entry, or the error naming it and its bad field. */
 export function parseCustomGemini(entry: unknown, index: number): { ok: true; entry: CustomGeminiSettings } | { ok: false; error: string; id: string } {
   const id = entry && typeof entry === 'object' && typeof (entry as { id?: unknown }).id === 'string' ? (entry as { id: string }).id : `#${index}`;
-  const parsed = CustomGeminiSchema.safeParse(entry);
+  const parsed = parseOnce(CustomGeminiSchema, entry);
   if (!parsed.success) return { ok: false, id, error: describeIssue(id, `settings customProviders[${index}]`, parsed.error.issues[0]!) };
   return { ok: true, entry: parsed.data };
 }
@@ -134,7 +135,7 @@ export function resolveCustomConfig(entry: CustomGeminiSettings, settings: Setti
   config = applyOptions(config, entry);
   const section = settings?.providers?.[entry.id];
   if (section) {
-    const parsed = RequestOptionsSchema.safeParse(section);
+    const parsed = parseOnce(RequestOptionsSchema, section);
     if (!parsed.success) return { ok: false, error: describeIssue(entry.id, `settings providers.${entry.id}`, parsed.error.issues[0]!) };
     config = applyOptions(config, parsed.data);
   }
@@ -143,7 +144,7 @@ export function resolveCustomConfig(entry: CustomGeminiSettings, settings: Setti
 
 /** Per-request overrides from `request.options` (validated; credentials and unknown keys ignored). */
 export function parseRequestOptions(provider: string, options: JsonObject | undefined): { ok: true; value: GeminiRequestOptions } | { ok: false; error: string } {
-  const parsed = RequestOptionsSchema.safeParse(options ?? {});
+  const parsed = parseOnce(RequestOptionsSchema, options ?? {});
   if (!parsed.success) return { ok: false, error: describeIssue(provider, 'request options', parsed.error.issues[0]!) };
   return { ok: true, value: parsed.data };
 }

@@ -9,7 +9,7 @@
 import type { Message, ProviderRequest } from '../../plugin-api.js';
 import { mapToolCallIds, normalizeToolCallId } from '../provider-shared/history.js';
 import type { ResolvedConfig } from './config.js';
-import { effortForBudget } from './config.js';
+import { effortForBudget, leanEffort } from './config.js';
 import { foreignThinkingText, imagePlaceholder, imageUrl, resultText, systemText } from './history-common.js';
 
 type Obj = Record<string, unknown>;
@@ -43,7 +43,7 @@ export function buildChatBody(request: ProviderRequest, b: ChatBuild): Obj {
   const maxTokens = request.maxOutputTokens ?? b.config.maxOutputTokens;
   // OpenAI's reasoning models only take max_completion_tokens; compatible servers know max_tokens.
   if (maxTokens) body[b.config.official ? 'max_completion_tokens' : 'max_tokens'] = maxTokens;
-  const effort = b.config.reasoningEffort ?? (b.reasoning && b.config.official ? effortForBudget(request.thinkingBudget) : undefined);
+  const effort = request.lean && b.reasoning && b.config.official ? leanEffort(b.config.reasoningEffort) : (b.config.reasoningEffort ?? (b.reasoning && b.config.official ? effortForBudget(request.thinkingBudget) : undefined));
   if (effort) body.reasoning_effort = effort;
   if (b.config.official) body.prompt_cache_key = request.conversationId;
   return body;

@@ -11,6 +11,7 @@
  */
 import { z } from 'zod';
 import type { JsonObject, Settings } from '../../plugin-api.js';
+import { parseOnce } from '../provider-shared/parse-once.js';
 
 export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const;
 export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
@@ -91,7 +92,7 @@ function issueText(label: string, issue: z.core.$ZodIssue): string {
 /** Validate the settings section of a provider; a one-line error naming provider and field. */
 export function checkSettingsSection(id: string, section: unknown): { ok: true; value: OpenAISettings } | { ok: false; error: string } {
   if (section === undefined) return { ok: true, value: {} };
-  const r = OpenAISettingsSchema.safeParse(section);
+  const r = parseOnce(OpenAISettingsSchema, section);
   if (r.success) return { ok: true, value: r.data };
   return { ok: false, error: `settings for provider "${id}": ${issueText(`providers.${id}`, r.error.issues[0]!)}` };
 }
@@ -99,7 +100,7 @@ export function checkSettingsSection(id: string, section: unknown): { ok: true; 
 export function resolveConfig(src: ConfigSource, options: JsonObject = {}): { ok: true; config: ResolvedConfig } | { ok: false; error: string } {
   const section = checkSettingsSection(src.id, src.settings?.providers?.[src.id]);
   if (!section.ok) return section;
-  const opts = RequestOptionsSchema.safeParse(options);
+  const opts = parseOnce(RequestOptionsSchema, options);
   if (!opts.success) return { ok: false, error: `request options for provider "${src.id}": ${issueText('options', opts.error.issues[0]!)}` };
   const fromEnv = (name: string | undefined) => (name ? src.env[name] || undefined : undefined);
   const layers = [src.base, section.value, opts.data];
@@ -139,12 +140,20 @@ export function customBase(entry: Record<string, unknown>, index: number): { ok:
   for (const k of Object.keys(shape)) if (entry[k] !== undefined) picked[k] = entry[k];
   if (entry.format === 'openai-chat') picked.api = 'chat';
   if (entry.format === 'openai-responses') picked.api = 'responses';
-  const r = OpenAISettingsSchema.safeParse(picked);
+  const r = parseOnce(OpenAISettingsSchema, picked);
   if (!r.success) return { ok: false, error: `settings: ${issueText(label, r.error.issues[0]!)}` };
   return { ok: true, value: r.data, label };
 }
 
 /** Map a thinking budget (tokens) onto an effort, for requests that give a budget and no effort. */
+/**
+ * The effort of a lean side request: the configured one when it is already at most `low`, else
+ * `low` (every reasoning model takes it; `minimal` and `none` exist only on some).
+ */
+export function leanEffort(configured: ReasoningEffort | undefined): ReasoningEffort {
+  return configured === 'none' || configured === 'minimal' || configured === 'low' ? configured : 'low';
+}
+
 export function effortForBudget(budget: number | undefined): ReasoningEffort | undefined {
   if (!budget || budget <= 0) return undefined;
   if (budget <= 2048) return 'low';

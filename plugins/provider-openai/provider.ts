@@ -162,8 +162,10 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): OpenA
   async function* streamResponses(client: OpenAIClient, sdk: OpenAIModule, request: ProviderRequest, cfg: ResolvedConfig, reasoning: boolean, signal: AbortSignal): AsyncGenerator<ProviderEvent> {
     const model = request.model;
     const conv = request.conversationId;
-    let search = cfg.webSearch && probe.supported(id, model) !== false;
-    let continuation = cfg.store ? chains.continuation(conv, id, model, request.messages) : undefined;
+    // A lean side request neither searches nor joins (or starts) the conversation's stored chain.
+    const store = cfg.store && !request.lean;
+    let search = cfg.webSearch && !request.lean && probe.supported(id, model) !== false;
+    let continuation = store ? chains.continuation(conv, id, model, request.messages) : undefined;
     // At most one retry for each fallback: without hosted search, and without the stored chain.
     for (;;) {
       const body = buildResponsesBody(request, { providerId: id, config: cfg, reasoning, search, ...(continuation ? { continuation } : {}) });
@@ -208,8 +210,8 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): OpenA
       }
       t.endedEarly();
       for (const e of out) yield e;
-      if (cfg.store && t.completed && t.responseId) chains.remember(conv, id, t.responseId, model, request.messages);
-      else if (cfg.store) chains.forget(conv);
+      if (store && t.completed && t.responseId) chains.remember(conv, id, t.responseId, model, request.messages);
+      else if (store) chains.forget(conv);
       return;
     }
   }

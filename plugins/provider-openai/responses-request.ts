@@ -11,7 +11,7 @@ import type { JsonObject, Message, ProviderRequest, ThinkingBlock, ToolResultBlo
 import { mapToolCallIds, normalizeToolCallId } from '../provider-shared/history.js';
 import type { Continuation } from './chains.js';
 import type { ResolvedConfig } from './config.js';
-import { effortForBudget } from './config.js';
+import { effortForBudget, leanEffort } from './config.js';
 import { foreignThinkingText, imagePlaceholder, imageUrl, resultText, systemText } from './history-common.js';
 
 export interface ResponsesBuild {
@@ -33,7 +33,7 @@ export function buildResponsesBody(request: ProviderRequest, b: ResponsesBuild):
     model: request.model,
     input: toResponsesInput(messages, b),
     stream: true,
-    store: b.config.store,
+    store: b.config.store && !request.lean,
   };
   const instructions = systemText(request.system);
   // Instructions never carry over through previous_response_id: send them every time.
@@ -50,7 +50,7 @@ export function buildResponsesBody(request: ProviderRequest, b: ResponsesBuild):
   if (maxTokens) body.max_output_tokens = maxTokens;
   const include: string[] = [];
   if (b.reasoning) {
-    const effort = b.config.reasoningEffort ?? effortForBudget(request.thinkingBudget);
+    const effort = request.lean ? leanEffort(b.config.reasoningEffort) : (b.config.reasoningEffort ?? effortForBudget(request.thinkingBudget));
     const reasoning: Item = {};
     if (effort) reasoning.effort = effort;
     if (b.config.reasoningSummary !== 'off') reasoning.summary = b.config.reasoningSummary;

@@ -75,6 +75,8 @@ export class Titler {
           system,
           messages,
           maxOutputTokens: s.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
+          // No reasoning, search, cache writes or server-side storage for a five-word answer.
+          lean: true,
           signal: AbortSignal.timeout(s.timeoutMs ?? DEFAULT_TIMEOUT_MS),
         });
         const title = cleanTitle(reply.text, [SYSTEM_TEXT, LEAD_TEXT]);
