@@ -401,6 +401,8 @@ export interface RuntimeSettings {
   afterTurnTimeoutMs?: number;
   /** `turnEnd` calls one plugin may have in flight; later ones wait their turn (default 4). */
   afterTurnConcurrency?: number;
+  /** Messages kept in memory (across the last 8 conversations that completed a run) for their next turn to go on from; default 20000, 0 keeps none. */
+  heldWindowMessages?: number;
 }
 
 // ────────────────────────────────────────────────────────────────────────────────────────────
@@ -739,6 +741,11 @@ export interface SessionInfo {
   lastSeq: number;
   /** The run in progress, when there is one: what the conversation is running with. */
   run?: RunInfo;
+  /**
+   * Only in `loadHistory`: the window this process still holds from the conversation's last
+   * completed run. A store that finds the same window stored may answer `unchanged: true`.
+   */
+  held?: { stamp: string; count: number; lastMessageId?: string };
 }
 
 /** Facts about a run in progress (for stores, titles, memory). */
@@ -783,6 +790,18 @@ export interface HistorySnapshot {
   /** Provider and model of the latest run, when the store knows them (a manual compaction uses them). */
   provider?: string;
   model?: string;
+  /**
+   * Opaque: which stored window this is (the store's name of the active segment, `''` for a
+   * conversation's first one). The kernel passes it back in {@link SessionInfo.held} when it
+   * still holds the window a run ended with; for a conversation its run created it holds `''`.
+   */
+  stamp?: string;
+  /**
+   * The stored window is exactly {@link SessionInfo.held}'s (same stamp, message count and newest
+   * message): `messages` may then be empty and the kernel goes on with what it holds, so a long
+   * conversation's turn start costs neither the read nor the provider's reconversion.
+   */
+  unchanged?: boolean;
 }
 
 /** The round the kernel commits in one transaction. */

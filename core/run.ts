@@ -197,6 +197,8 @@ export class Run implements RunHandle {
       this.emit({ type: 'agent_end', status, usage: this.usage, ...(error ? { error } : {}), ...(this.editedFiles.length ? { editedFiles: this.editedFiles } : {}) });
     }
     this.log.close();
+    // A completed run's window is exactly what it stored: the next turn may go on from it.
+    if (status === 'completed' && this.stamp !== undefined) this.deps.sessions.hold(session, this.window, this.stamp);
     this.window = [];
     // The run is over before its turnEnd taps run (titles, memory, hooks: core/after-turn.ts), so
     // the next message never waits for them. They see the session as it ended (with `run`).
@@ -207,6 +209,8 @@ export class Run implements RunHandle {
   }
 
   private lastError: RuntimeErrorInfo | undefined;
+  /** The store's stamp of the window loaded; cleared when a compaction replaces the window. */
+  private stamp: string | undefined;
 
   private async addUserMessage(message: Message): Promise<void> {
     await this.deps.hooks.saveUserMessage.promise(message, this.opts.session.info());
@@ -217,7 +221,9 @@ export class Run implements RunHandle {
   private async loadHistory(): Promise<Message[]> {
     const { session } = this.opts;
     const hooks = this.deps.hooks;
-    let { window: messages } = await loadWindow(hooks, session, this.opts.isNew);
+    let { window: messages, snapshot } = await loadWindow(hooks, session, this.opts.isNew);
+    // A conversation this run creates has no stored window yet: its stamp is '' (the contract's).
+    this.stamp = snapshot ? snapshot.stamp : hooks.loadHistory.isUsed() ? '' : undefined;
     if (this.opts.truncateFromMessageId) {
       const at = messages.findIndex((m) => m.id === this.opts.truncateFromMessageId);
       if (at < 0) throw new UsageError(`message "${this.opts.truncateFromMessageId}" is not in conversation "${session.conversationId}" (or a context checkpoint covers it)`);
@@ -264,6 +270,7 @@ export class Run implements RunHandle {
       { ...ask, window: this.window },
     );
     if (step.kind === 'compacted') {
+      this.stamp = undefined;
       this.window = step.window;
       ctx.checkpoint = step.checkpoint;
     }

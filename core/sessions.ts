@@ -18,6 +18,9 @@ import type { Run } from './run.js';
 const RECENT_REQUESTS = 1024;
 /** Idle sessions of persisted conversations kept in memory (a hot cache, not state). */
 const IDLE_SESSIONS = 64;
+/** Held windows (Session.held): at most this many sessions, and `runtime.heldWindowMessages` messages in all. */
+const HELD_SESSIONS = 8;
+const HELD_MESSAGES = 20_000;
 
 export class Session {
   lastSeq = 0;
@@ -29,6 +32,11 @@ export class Session {
   memory: Message[] = [];
   /** True once this process created or ran the conversation. */
   known = false;
+  /**
+   * The window the last completed run ended with, and the store's stamp of it: the next load
+   * reuses it when the store says nothing changed (bounded across sessions: SessionManager.hold).
+   */
+  held: { window: Message[]; stamp: string } | undefined;
   activeRun: Run | undefined;
 
   constructor(readonly conversationId: string, private readonly persistent: () => boolean) {}
@@ -70,7 +78,10 @@ export class SessionManager {
   /** A finished run's `turnEnd` taps, run in the background (core/after-turn.ts); shutdown drains it. */
   readonly afterTurn: AfterTurn;
 
+  private readonly settings: SettingsStore;
+
   constructor({ kernelHooks, sessionHooks, settings, logger }: { kernelHooks: KernelHooks; sessionHooks: SessionHooks; settings: SettingsStore; logger: Logger }) {
+    this.settings = settings;
     this.kernelHooks = kernelHooks;
     this.sessionHooks = sessionHooks;
     this.afterTurn = new AfterTurn({ sessionHooks, kernelHooks, settings: () => settings.get(), logger });
@@ -114,6 +125,27 @@ export class SessionManager {
     this.evictIdle();
   }
 
+  /** Sessions holding a window, the least recently held first. */
+  private holders = new Set<Session>();
+
+  /** Keep `window` for the session's next load, within the bounds (the oldest holds go first). */
+  hold(session: Session, window: Message[], stamp: string): void {
+    const cap = this.settings.get().runtime?.heldWindowMessages ?? HELD_MESSAGES;
+    this.holders.delete(session);
+    if (window.length > cap) return void (session.held = undefined);
+    session.held = { window, stamp };
+    this.holders.add(session);
+    let total = 0;
+    for (const s of this.holders) total += s.held?.window.length ?? 0;
+    for (const s of this.holders) {
+      if (total <= cap && this.holders.size <= HELD_SESSIONS) break;
+      if (s === session) continue;
+      total -= s.held?.window.length ?? 0;
+      s.held = undefined;
+      this.holders.delete(s);
+    }
+  }
+
   /** Keep at most IDLE_SESSIONS idle sessions of persisted conversations. */
   evictIdle(): void {
     if (!this.persistent()) return;
@@ -123,12 +155,15 @@ export class SessionManager {
       if (idle <= IDLE_SESSIONS) break;
       if (!s.idle) continue;
       this.sessions.delete(id);
+      this.holders.delete(s);
       idle--;
     }
   }
 
   /** Forget a deleted conversation (its runs must already be stopped). */
   drop(conversationId: string): void {
+    const s = this.sessions.get(conversationId);
+    if (s) this.holders.delete(s);
     this.sessions.delete(conversationId);
     for (const key of this.recent.keys()) if (key.startsWith(`${conversationId}\u0000`)) this.recent.delete(key);
   }
@@ -139,6 +174,7 @@ export class SessionManager {
 
   /** Shutdown: nothing is kept. */
   clear(): void {
+    this.holders.clear();
     this.sessions.clear();
     this.recent.clear();
   }
@@ -156,13 +192,19 @@ export async function loadWindow(hooks: SessionHooks, session: Session, isNew: b
     if (!isNew && !session.known) throw unknown();
     return { window: repairHistory(session.memory) };
   }
-  const snapshot = await hooks.loadHistory.promise(session.info());
+  // A held window is offered once: whatever this load does next changes what is stored.
+  const held = session.held;
+  session.held = undefined;
+  const info = session.info();
+  const snapshot = await hooks.loadHistory.promise(held ? { ...info, held: { stamp: held.stamp, count: held.window.length, ...(held.window.length ? { lastMessageId: held.window.at(-1)!.id } : {}) } } : info);
   if (!snapshot) {
     if (!isNew) throw unknown();
     return { window: [] };
   }
   session.lastSeq = Math.max(session.lastSeq, snapshot.lastSeq);
   session.checkpoint = snapshot.checkpoint ?? (snapshot.summary ? summaryOnlyCheckpoint(snapshot.summary) : undefined);
+  // The held window was repaired when it was loaded, and only stored messages were added since.
+  if (snapshot.unchanged && held) return { window: held.window, snapshot };
   return { window: repairHistory(snapshot.messages), snapshot };
 }
 

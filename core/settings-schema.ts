@@ -63,6 +63,7 @@ export const SettingsSchema = z
         pluginApplyTimeoutMs: z.number().int().min(1).optional(),
         afterTurnTimeoutMs: z.number().int().min(1).optional(),
         afterTurnConcurrency: z.number().int().min(1).max(64).optional(),
+        heldWindowMessages: z.number().int().min(0).optional(),
       })
       .passthrough()
       .optional(),

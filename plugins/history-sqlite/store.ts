@@ -59,7 +59,9 @@ export class HistoryStore {
   private readonly runFacts: Statement<RunFacts>;
   private readonly insertUsage: Statement<Record<string, string | number | null>>;
   private readonly segmentMessages: Statement<[string], MessageRow>;
-  private readonly segmentSummary: Statement<[string], { summary: string | null; checkpoint: string | null }>;
+  private readonly segmentSummary: Statement<[string], { summary: string | null; checkpoint: string | null; parent_segment_id: string | null }>;
+  private readonly segmentCount: Statement<[string], { n: number }>;
+  private readonly segmentLast: Statement<[string], { id: string }>;
   private readonly messageAt: Statement<[string, string], { ordinal: number; segment_id: string }>;
   private readonly deleteFrom: Statement<[string, number]>;
   private readonly allMessages: Statement<[string], MessageRow>;
@@ -125,7 +127,9 @@ export class HistoryStore {
        VALUES (@conversationId, @messageId, @runId, @round, @provider, @model, @input, @output, @cacheRead, @cacheWrite, @reasoning, @now)`,
     );
     this.segmentMessages = db.prepare('SELECT * FROM messages WHERE segment_id = ? ORDER BY ordinal');
-    this.segmentSummary = db.prepare('SELECT summary, checkpoint FROM segments WHERE id = ?');
+    this.segmentSummary = db.prepare('SELECT summary, checkpoint, parent_segment_id FROM segments WHERE id = ?');
+    this.segmentCount = db.prepare('SELECT COUNT(*) AS n FROM messages WHERE segment_id = ?');
+    this.segmentLast = db.prepare('SELECT id FROM messages WHERE segment_id = ? ORDER BY ordinal DESC LIMIT 1');
     this.messageAt = db.prepare('SELECT ordinal, segment_id FROM messages WHERE conversation_id = ? AND id = ?');
     this.deleteFrom = db.prepare('DELETE FROM messages WHERE conversation_id = ? AND ordinal >= ?');
     this.allMessages = db.prepare('SELECT * FROM messages WHERE conversation_id = ? ORDER BY ordinal');
@@ -197,9 +201,18 @@ export class HistoryStore {
     // A run streams: reserve a large block. A load without a run (a manual compaction) emits a
     // few events and never reaches turn end to give the rest back: a small block keeps the gap small.
     this.reserveSeq.run({ id: info.conversationId, upTo: from + (info.run ? SEQ_RESERVE : SEQ_RESERVE_NO_RUN) });
-    const messages = this.segmentMessages.all(conv.active_segment_id).map(rowToMessage);
-    const segment = this.segmentSummary.get(conv.active_segment_id);
-    const snapshot: HistorySnapshot = { conversationId: info.conversationId, messages, lastSeq: from };
+    const segmentId = conv.active_segment_id;
+    const segment = this.segmentSummary.get(segmentId);
+    // The stamp names the active segment; the first one is '' (the kernel's stamp for a
+    // conversation its run created).
+    const stamp = segment && segment.parent_segment_id !== null ? segmentId : '';
+    // The kernel still holds the window its last run ended with: when the same one is stored
+    // (segment, size and newest message: rows are only added at the end or cut from the tail),
+    // it goes on from it instead of a read that grows with the conversation.
+    const held = info.held;
+    const unchanged = !!held && held.stamp === stamp && this.segmentCount.get(segmentId)?.n === held.count && this.segmentLast.get(segmentId)?.id === held.lastMessageId;
+    const messages = unchanged ? [] : this.segmentMessages.all(segmentId).map(rowToMessage);
+    const snapshot: HistorySnapshot = { conversationId: info.conversationId, messages, lastSeq: from, stamp, ...(unchanged ? { unchanged } : {}) };
     if (segment?.summary) snapshot.summary = segment.summary;
     if (segment?.checkpoint) snapshot.checkpoint = JSON.parse(segment.checkpoint) as Checkpoint;
     if (conv.provider) snapshot.provider = conv.provider;

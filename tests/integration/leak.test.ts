@@ -24,7 +24,7 @@ describe('no memory retained over time', () => {
     let left = 0;
     const provider = fakeProvider(() => (left-- > 0 ? { toolCalls: [{ id: `t${left}`, name: 'Echo', input: { text: 'a' } }] } : { text: 'done' }));
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'la-leak-'));
-    const kernel = await createKernel({ home, plugins: [historySqlite, { name: 'p', apply: (c) => void c.registerProvider(provider) }, echoToolPlugin], settings: { runtime: { maxRounds: 1000 } }, thirdParty: false });
+    const kernel = await createKernel({ home, plugins: [historySqlite, { name: 'p', apply: (c) => void c.registerProvider(provider) }, echoToolPlugin], settings: { runtime: { maxRounds: 1000, heldWindowMessages: 1000 } }, thirdParty: false });
     kernels.push(kernel);
     const loop = async (conversationId: string | undefined, rounds: number) => {
       left = rounds;
@@ -34,6 +34,9 @@ describe('no memory retained over time', () => {
       expect(r.status).toBe('completed');
       return r.conversationId;
     };
+    // The window a completed run ended with is held for the next turn (a bounded cache: at most
+    // heldWindowMessages messages across the last 8 conversations); the 1800-message one here is
+    // over that cap, so what stays after its loop is only what would be a leak.
     const id = await loop(undefined, 300); // warm up: JIT, prepared statements, caches
     const before = heap();
     await loop(id, 600);
