@@ -100,6 +100,50 @@ export interface ImageBlock {
   path?: string;
 }
 
+/**
+ * A file the user attached, as history stores it: a reference to the staged copy under
+ * `RuntimePaths.uploads`, never its bytes. The uploads plugin expands it for each request (a
+ * reference text naming the path, plus the file in the provider's native form where there is
+ * one: an {@link ImageBlock}, a {@link DocumentBlock}, or the text of a text file).
+ * Contract: a provider that meets one unexpanded sends a reference text naming `name`, `path`,
+ * `mediaType` and `size`.
+ */
+export interface AttachmentBlock {
+  /** Discriminant. */
+  type: 'attachment';
+  /** The upload's id (the WebUI fetches `GET /api/uploads/<uploadId>` to preview it). */
+  uploadId: string;
+  /** The file name the user gave (display only; the stored file has a sanitized name). */
+  name: string;
+  /** Absolute path of the stored file (read-only for tools). */
+  path: string;
+  /** Media type sniffed from the bytes (else from the name). */
+  mediaType: string;
+  /** Size in bytes. */
+  size: number;
+}
+
+/**
+ * A document for the model (a PDF), inline. Providers with native documents send `data`;
+ * the others send `text` (extracted text), and without either a reference to `path`.
+ */
+export interface DocumentBlock {
+  /** Discriminant. */
+  type: 'document';
+  /** e.g. `application/pdf`. */
+  mimeType: string;
+  /** The file name, for providers that label documents. */
+  name?: string;
+  /** Absolute path of the file, when it is one. */
+  path?: string;
+  /** Base64 data. Absent when a limit or context policy left it out. */
+  data?: string;
+  /** Extracted text, for providers without native documents. */
+  text?: string;
+  /** Page count, when known (providers cap pages per request). */
+  pages?: number;
+}
+
 /** A hosted (server-side) web search and its sources, as run by the provider. */
 export interface HostedSearchBlock {
   type: 'hosted_search';
@@ -141,7 +185,7 @@ export interface ToolResultBlock {
 }
 
 /** Every content block. */
-export type ContentBlock = TextBlock | ThinkingBlock | ToolCallBlock | ImageBlock | HostedSearchBlock | ToolResultBlock;
+export type ContentBlock = TextBlock | ThinkingBlock | ToolCallBlock | ImageBlock | AttachmentBlock | DocumentBlock | HostedSearchBlock | ToolResultBlock;
 
 /** Token usage for one model round. */
 export interface Usage {
@@ -948,12 +992,19 @@ export interface CompactionOutcome {
 export interface ToolCallInfo {
   id: string;
   name: string;
+  /**
+   * The validated arguments: the very object `execute` receives. A `beforeToolCall` tap may
+   * replace its keys to change what runs (validate them against the tool's schema first);
+   * `tool_execution_start` has been emitted with them as they were.
+   */
   input: JsonObject;
   conversationId: string;
   runId: string;
   round: number;
   mode: ExecutionMode;
   workdir: string;
+  /** Aborts when the run is stopped: a tap that waits (a hook, an approval) stops waiting. */
+  signal: AbortSignal;
 }
 
 /** Why a before-tap blocked a tool call. */
@@ -1134,13 +1185,13 @@ export type LifecycleEvent =
   | (EventBase & { type: 'custom'; name: string; payload: JsonObject });
 
 /**
- * Event names that travel under their own `type`: a pending question, its settlement, a
- * compaction (`payload.phase` `start`, then `end` or `error`, with `trigger`; `end` carries the
+ * Event names that travel under their own `type`: a pending question, its settlement, a pending
+ * tool approval and its settlement (the permissions plugin, docs/permissions.md), a compaction (`payload.phase` `start`, then `end` or `error`, with `trigger`; `end` carries the
  * checkpoint's `tokensBefore`, `tokensAfter`, `coveredMessageCount`, `kind`, `summary`), the
  * context budget of a request (`context`: a {@link ContextBudget} plus `round`), a notice (e.g. a
  * retry). Other names become `type: 'custom'`.
  */
-export type NamedPluginEventType = 'ask_user_question' | 'ask_user_question_settled' | 'compaction' | 'context' | 'notice';
+export type NamedPluginEventType = 'ask_user_question' | 'ask_user_question_settled' | 'tool_approval' | 'tool_approval_settled' | 'compaction' | 'context' | 'notice';
 
 /** One streamed piece of an assistant message. */
 export type MessageDelta =

@@ -165,11 +165,14 @@ export async function createKernel(options: KernelOptions = {}): Promise<Kernel>
   const owner = kernelCrashOwner({ logger, reportFailure, sessions: kernel.sessions });
   if (options.crashGuard !== false) kernel.guards.push(installCrashGuard());
   kernel.guards.push(registerCrashOwner(owner));
+  settings.holdReports();
   try {
     await loadPlugins(kernel, options, { kernelHooks, sessionHooks, tools, providers, services, settings, paths, runtime, log, reportFailure, owner });
   } catch (err) {
     disposeAll(kernel.guards);
     throw err;
+  } finally {
+    settings.releaseReports();
   }
   return kernel;
 }

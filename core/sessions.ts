@@ -198,7 +198,8 @@ export async function loadWindow(hooks: SessionHooks, session: Session, isNew: b
   const info = session.info();
   const snapshot = await hooks.loadHistory.promise(held ? { ...info, held: { stamp: held.stamp, count: held.window.length, ...(held.window.length ? { lastMessageId: held.window.at(-1)!.id } : {}) } } : info);
   if (!snapshot) {
-    if (!isNew) throw unknown();
+    // Known here but not stored: its first run ended before storing anything (a refused prompt).
+    if (!isNew && !session.known) throw unknown();
     return { window: [] };
   }
   session.lastSeq = Math.max(session.lastSeq, snapshot.lastSeq);

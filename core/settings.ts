@@ -346,8 +346,23 @@ export class FileSettingsStore implements SettingsStore {
     return out;
   }
 
+  private reportsHeld = false;
+
+  /**
+   * While plugins load, their sections are not registered yet: warning then would call every
+   * plugin's own section an unknown key. The kernel holds the report until they all applied.
+   */
+  holdReports(): void {
+    this.reportsHeld = true;
+  }
+
+  releaseReports(): void {
+    this.reportsHeld = false;
+    this.scheduleReport();
+  }
+
   private scheduleReport(): void {
-    if (this.closed) return;
+    if (this.closed || this.reportsHeld) return;
     if (this.reportTimer) clearImmediate(this.reportTimer);
     this.reportTimer = setImmediate(() => {
       this.reportTimer = undefined;

@@ -43,7 +43,7 @@ export interface DispatchEnv {
   emit: EmitFn;
 }
 
-const NAMED_EVENTS = new Set<string>(['ask_user_question', 'ask_user_question_settled', 'compaction', 'notice']);
+const NAMED_EVENTS = new Set<string>(['ask_user_question', 'ask_user_question_settled', 'tool_approval', 'tool_approval_settled', 'compaction', 'notice']);
 
 /** How long a tool may go on after the run was stopped before its result is abandoned (ms). */
 export const DEFAULT_TOOL_ABORT_GRACE_MS = 2000;
@@ -54,29 +54,36 @@ const TOOL_HOOKS = new Set(['beforeToolCall', 'executeTool', 'afterToolCall']);
 const STOPPED = Symbol('stopped');
 
 /**
- * `work`, unless `signal` aborts and `work` then takes longer than `graceMs`: then STOPPED. What
- * `work` does later is ignored (a late rejection included).
+ * STOPPED `graceMs` after `signal` aborts: one listener and one timer for a whole round's calls
+ * (a listener per call would pile up on the run's signal with many parallel calls).
  */
-function untilStopped<T>(work: Promise<T>, signal: AbortSignal, graceMs: number): Promise<T | typeof STOPPED> {
-  return new Promise((resolve, reject) => {
-    let timer: NodeJS.Timeout | undefined;
-    const onAbort = () => {
-      timer = setTimeout(() => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(STOPPED);
-      }, graceMs);
-    };
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
-    };
+interface StopWatch {
+  readonly stopped: Promise<typeof STOPPED>;
+  readonly graceMs: number;
+  dispose(): void;
+}
+
+function stopWatch(signal: AbortSignal, graceMs: number): StopWatch {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const stopped = new Promise<typeof STOPPED>((resolve) => {
+    onAbort = () => void (timer = setTimeout(() => resolve(STOPPED), graceMs));
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (v) => (done(), resolve(v)),
-      (e) => (done(), reject(e)),
-    );
   });
+  return {
+    stopped,
+    graceMs,
+    dispose() {
+      clearTimeout(timer);
+      if (onAbort) signal.removeEventListener('abort', onAbort);
+    },
+  };
+}
+
+/** `work`, unless the run was stopped and `work` outlasts the grace: then STOPPED. A late rejection is ignored. */
+function untilStopped<T>(work: Promise<T>, watch: StopWatch): Promise<T | typeof STOPPED> {
+  return Promise.race([work, watch.stopped]);
 }
 
 function abandoned(call: ToolCallBlock, graceMs: number): ToolResult {
@@ -109,8 +116,13 @@ export async function dispatchToolCalls(calls: ToolCallBlock[], env: DispatchEnv
     if (parallel && last && last.every((c) => env.tools.get(c.name)?.concurrency === 'parallel')) last.push(call);
     else groups.push([call]);
   }
-  for (const group of groups) {
-    await Promise.all(group.map(async (call) => results.set(call.id, await runOne(call, env))));
+  const watch = stopWatch(env.signal, graceOf(env.settings));
+  try {
+    for (const group of groups) {
+      await Promise.all(group.map(async (call) => results.set(call.id, await runOne(call, env, watch))));
+    }
+  } finally {
+    watch.dispose();
   }
   const ordered = calls.map((c) => results.get(c.id)!);
   return {
@@ -128,7 +140,7 @@ function errorResult(call: ToolCallBlock, text: string, details?: JsonObject): T
   return { content: [{ type: 'text', text }], isError: true, ...(details ? { details } : {}) };
 }
 
-async function runOne(call: ToolCallBlock, env: DispatchEnv): Promise<{ block: ToolResultBlock; edited?: EditedFile[] }> {
+async function runOne(call: ToolCallBlock, env: DispatchEnv, watch: StopWatch): Promise<{ block: ToolResultBlock; edited?: EditedFile[] }> {
   const started = Date.now();
   const tool = env.tools.get(call.name);
   const info: ToolCallInfo = {
@@ -140,6 +152,7 @@ async function runOne(call: ToolCallBlock, env: DispatchEnv): Promise<{ block: T
     round: env.round,
     mode: env.mode,
     workdir: env.workdir,
+    signal: env.signal,
   };
   const ctx: ToolContext = {
     toolCallId: call.id,
@@ -162,7 +175,7 @@ async function runOne(call: ToolCallBlock, env: DispatchEnv): Promise<{ block: T
     settings: env.settings,
   };
 
-  const grace = graceOf(env.settings);
+  const grace = watch.graceMs;
   let args: unknown = call.input;
   let result: ToolResult;
   let startEmitted = false;
@@ -190,7 +203,7 @@ async function runOne(call: ToolCallBlock, env: DispatchEnv): Promise<{ block: T
           if (env.signal.aborted) return errorResult(call, 'Tool call cancelled: the run was stopped.', { cancelled: true });
           return (await env.hooks.executeTool.promise(info, ctx)) ?? (await asTool(tool, call.name, env.runId, () => tool.execute(args, ctx)));
         };
-        const outcome = await untilStopped(run(), env.signal, grace);
+        const outcome = await untilStopped(run(), watch);
         result = outcome === STOPPED ? abandoned(call, grace) : outcome;
       }
     }
@@ -201,7 +214,7 @@ async function runOne(call: ToolCallBlock, env: DispatchEnv): Promise<{ block: T
     else result = env.signal.aborted ? errorResult(call, `Tool call cancelled: ${msg}`, { cancelled: true }) : errorResult(call, `${call.name} failed: ${msg}`);
   }
   try {
-    const after = await untilStopped(env.hooks.afterToolCall.promise(result, info), env.signal, grace);
+    const after = await untilStopped(env.hooks.afterToolCall.promise(result, info), watch);
     if (after !== STOPPED) result = after;
   } catch (err) {
     result = isHookFailure(err) ? hookFailure(call, err, env.logger) : errorResult(call, err instanceof Error ? err.message : String(err));

@@ -5,10 +5,13 @@
 import type { PluginModule } from '../plugin-api.js';
 import compaction from '../plugins/compaction/index.js';
 import cron from '../plugins/cron/index.js';
+import debugLog from '../plugins/debug-log/index.js';
 import historySqlite from '../plugins/history-sqlite/index.js';
+import hooks from '../plugins/hooks/index.js';
 import mcp from '../plugins/mcp/index.js';
 import memory from '../plugins/memory/index.js';
 import modelCatalog from '../plugins/model-catalog/index.js';
+import permissions from '../plugins/permissions/index.js';
 import providerAnthropic from '../plugins/provider-anthropic/index.js';
 import providerGemini from '../plugins/provider-gemini/index.js';
 import providerOpenAI from '../plugins/provider-openai/index.js';
@@ -17,7 +20,8 @@ import skills from '../plugins/skills/index.js';
 import title from '../plugins/title/index.js';
 import toolAskUserQuestion from '../plugins/tool-ask-user-question/index.js';
 import { builtinToolPlugins } from '../plugins/tool-shared/index.js';
+import uploads from '../plugins/uploads/index.js';
 
 export async function builtinPlugins(): Promise<PluginModule[]> {
-  return [historySqlite, modelCatalog, compaction, providerAnthropic, providerOpenAI, providerGemini, ...builtinToolPlugins, toolAskUserQuestion, mcp, projectInstructions, skills, memory, title, cron];
+  return [historySqlite, modelCatalog, compaction, providerAnthropic, providerOpenAI, providerGemini, permissions, hooks, ...builtinToolPlugins, toolAskUserQuestion, uploads, mcp, projectInstructions, skills, memory, title, cron, debugLog];
 }

@@ -11,7 +11,8 @@ export class CliUsageError extends Error {}
 
 export const USAGE = `Usage:
   liveagent chat [--mode text|tools|agent-dev] [--provider ID] [--model M] [--workdir DIR]
-                 [--conversation ID] [--json] PROMPT
+                 [--conversation ID] [--json] [--attach FILE]... PROMPT
+  liveagent chat --conversation ID --regenerate [--mode M] [--provider ID] [--model M] [--json]
   liveagent compact --conversation ID [--json]
   liveagent conversations [--json] [--search TEXT] [--limit N]
   liveagent cron add --schedule EXPR (--prompt TEXT | --bash CMD | --http URL) [--name N] [--tz TZ]
@@ -28,7 +29,10 @@ const ChatFlags = z.object({
   workdir: z.string().min(1).optional(),
   conversation: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'conversation id must be 1-128 letters, digits, _ or -').optional(),
   json: z.boolean().optional(),
+  attach: z.array(z.string().min(1, '--attach needs a FILE')).optional(),
+  regenerate: z.boolean().optional(),
 });
+/** `prompt` may be empty with `--attach` (an attachment-only message) or `--regenerate`. */
 export type ChatArgs = z.infer<typeof ChatFlags> & { prompt: string };
 
 export function strictParse(argv: string[], options: NonNullable<ParseArgsConfig['options']>) {
@@ -48,11 +52,16 @@ export function parseChatArgs(argv: string[]): ChatArgs {
     workdir: { type: 'string' },
     conversation: { type: 'string' },
     json: { type: 'boolean' },
+    attach: { type: 'string', multiple: true },
+    regenerate: { type: 'boolean' },
   });
   const r = ChatFlags.safeParse(values);
   if (!r.success) throw new CliUsageError(r.error.issues[0]!.message);
   const prompt = positionals.join(' ').trim();
-  if (!prompt) throw new CliUsageError('a PROMPT is required: liveagent chat "your question"');
+  if (r.data.regenerate) {
+    if (!r.data.conversation) throw new CliUsageError('--regenerate needs --conversation ID (the conversation whose last message is resent)');
+    if (prompt || r.data.attach?.length) throw new CliUsageError('--regenerate resends the last message as it was: give no PROMPT and no --attach');
+  } else if (!prompt && !r.data.attach?.length) throw new CliUsageError('a PROMPT is required: liveagent chat "your question" (or --attach FILE)');
   return { ...r.data, prompt };
 }
 

@@ -7,10 +7,15 @@
  * still completes and is stored. SIGINT, SIGTERM and SIGHUP stop the run, stop every process
  * its tools started (kernel shutdown) and exit 128 + the signal's number.
  */
-import type { LifecycleEvent, RunHandle } from '../../plugin-api.js';
+import readline from 'node:readline';
+import { PassThrough } from 'node:stream';
+import path from 'node:path';
+import type { AttachmentBlock, ContentBlock, LifecycleEvent, RunHandle } from '../../plugin-api.js';
 import { createKernel, type Kernel } from '../../core/kernel.js';
+import { HISTORY_SERVICE, type HistoryService } from '../../plugins/history-sqlite/service.js';
+import { UPLOADS_SERVICE, attachmentBlock, type UploadsService } from '../../plugins/uploads/service.js';
 import { builtinPlugins } from '../builtins.js';
-import { checkWorkdir, type ChatArgs } from './args.js';
+import { CliUsageError, checkWorkdir, type ChatArgs } from './args.js';
 import { EXIT, onStopSignal, reportFailure, signalExitCode, type StopSignal } from './exit-codes.js';
 
 export interface ChatIo {
@@ -51,8 +56,9 @@ export async function runChat(args: ChatArgs, io: ChatIo = { stdout: process.std
     }
     if (stoppedBy) return signalExitCode(stoppedBy);
     try {
+      const message = await messageInput(kernel, args);
       run = kernel.runtime.startRun({
-        input: [{ type: 'text', text: args.prompt }],
+        ...message,
         ...(args.mode ? { mode: args.mode } : {}),
         ...(args.provider ? { provider: args.provider } : {}),
         ...(args.model ? { model: args.model } : {}),
@@ -72,8 +78,11 @@ export async function runChat(args: ChatArgs, io: ChatIo = { stdout: process.std
 }
 
 async function followRun(run: RunHandle, kernel: Kernel, args: ChatArgs, io: ChatIo, stoppedBy: () => StopSignal | undefined): Promise<number> {
-  const cliHooks = kernel.services.get<CliInteraction>('cli.interaction');
-  const detach = cliHooks?.attach({ json: !!args.json, io, conversationId: run.conversationId });
+  const stdin = new StdinRouter(io, !!args.json);
+  const attached = INTERACTION_KEYS.flatMap((key) => {
+    const interaction = kernel.services.get<CliInteraction>(key);
+    return interaction ? [stdin.attach((input) => interaction.attach({ json: !!args.json, io: { ...io, stdin: input }, conversationId: run.conversationId }))] : [];
+  });
   try {
     if (args.json) {
       for await (const e of run.events) io.stdout.write(JSON.stringify(e) + '\n');
@@ -81,7 +90,8 @@ async function followRun(run: RunHandle, kernel: Kernel, args: ChatArgs, io: Cha
       await printHuman(run.events, io);
     }
   } finally {
-    detach?.dispose();
+    for (const a of attached) a.dispose();
+    stdin.dispose();
   }
   const result = await run.result;
   await kernel.shutdown(); // stops what the tools started before the last lines are written
@@ -100,9 +110,137 @@ async function followRun(run: RunHandle, kernel: Kernel, args: ChatArgs, io: Cha
   return signal ? signalExitCode(signal) : EXIT.failure;
 }
 
-/** A service a plugin (AskUserQuestion) provides to interact with the terminal during a CLI run. */
+/**
+ * The message to send: the PROMPT and the `--attach` files staged through the upload store
+ * (tools modes only), or with `--regenerate` the conversation's last user message as stored,
+ * resent after truncating from it. Bad usage is a CliUsageError (exit 2).
+ */
+async function messageInput(kernel: Kernel, args: ChatArgs): Promise<{ input: ContentBlock[]; truncateFromMessageId?: string }> {
+  const mode = args.mode ?? kernel.settings.get().defaultMode ?? 'tools';
+  const uploads = kernel.services.get<UploadsService>(UPLOADS_SERVICE);
+  const check = (blocks: AttachmentBlock[]) => {
+    try {
+      uploads?.checkMessage(blocks, mode);
+    } catch (err) {
+      throw new CliUsageError((err as Error).message);
+    }
+  };
+  if (args.regenerate) {
+    const last = await lastUserMessage(kernel, args.conversation!);
+    check(last.content.filter((b): b is AttachmentBlock => b.type === 'attachment'));
+    return { input: last.content, truncateFromMessageId: last.id };
+  }
+  const input: ContentBlock[] = args.prompt ? [{ type: 'text', text: args.prompt }] : [];
+  if (!args.attach?.length) return { input };
+  if (mode === 'text') throw new CliUsageError('--attach works in the tools modes only (tools, agent-dev): a text-mode run has no tools to read the files with');
+  if (!uploads) throw new CliUsageError('--attach needs the uploads plugin, which is not loaded');
+  const attached: AttachmentBlock[] = [];
+  for (const file of args.attach) {
+    try {
+      attached.push(attachmentBlock((await uploads.stageFile(path.resolve(file))).record));
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a folder, not a file' : (err as Error).message;
+      throw new CliUsageError(`--attach ${file}: ${why}`);
+    }
+  }
+  check(attached);
+  return { input: [...input, ...attached] };
+}
+
+/** The newest user message the user wrote in a stored conversation. */
+async function lastUserMessage(kernel: Kernel, conversationId: string): Promise<{ id: string; content: ContentBlock[] }> {
+  const history = kernel.services.get<HistoryService>(HISTORY_SERVICE);
+  if (!history) throw new CliUsageError('--regenerate needs the history store, which is not loaded');
+  let before: number | undefined;
+  for (;;) {
+    const c = await history.getConversation(conversationId, { limit: 200, ...(before ? { before } : {}) });
+    if (!c) throw new CliUsageError(`unknown conversation "${conversationId}"`);
+    const m = [...c.messages].reverse().find((x) => x.role === 'user' && !x.meta?.synthetic);
+    if (m) return { id: m.id, content: m.content };
+    if (!c.hasMore || !c.messages.length) throw new CliUsageError(`conversation "${conversationId}" has no user message to regenerate from`);
+    before = c.messages[0]!.ordinal;
+  }
+}
+
+/** A service a plugin (AskUserQuestion, permissions) provides to interact with the terminal during a CLI run. */
 export interface CliInteraction {
-  attach(session: { json: boolean; io: ChatIo; conversationId: string }): { dispose(): void };
+  attach(session: { json: boolean; io: ChatIo; conversationId: string }): CliAttachment;
+}
+
+/** An interaction attached to one run. Its `io.stdin` carries only the lines that are its own. */
+export interface CliAttachment {
+  dispose(): void;
+  /** --json: whether the line for this `item_id` is this interaction's (one of its pending items). */
+  owns?(itemId: string): boolean;
+  /** Without --json: whether it waits for a typed line now. */
+  awaitingInput?(): boolean;
+}
+
+/** Services have one owner per key, so each interaction has its own. */
+const INTERACTION_KEYS = ['cli.interaction', 'cli.interaction.permissions'];
+
+/**
+ * Reads stdin once for every interaction, so two readers never both take (and complain about)
+ * the same line: with --json a line goes to the interaction that owns its `item_id`, without it
+ * to the one waiting for input; a line nobody owns gets one diagnostic. An interaction without
+ * `owns` / `awaitingInput` gets the lines nobody else took. Reading starts when the first
+ * interaction reads its own stdin, so a run that asks nothing leaves stdin alone.
+ */
+class StdinRouter {
+  private readonly routes: Array<{ input: PassThrough; attachment?: CliAttachment }> = [];
+  private rl: readline.Interface | undefined;
+
+  constructor(private readonly io: ChatIo, private readonly json: boolean) {}
+
+  attach(make: (stdin: NodeJS.ReadableStream | undefined) => CliAttachment): CliAttachment {
+    if (!this.io.stdin) return make(undefined);
+    const route: { input: PassThrough; attachment?: CliAttachment } = { input: new PassThrough() };
+    route.input.once('resume', () => this.start());
+    this.routes.push(route);
+    route.attachment = make(route.input);
+    return route.attachment;
+  }
+
+  dispose(): void {
+    if (!this.rl) return;
+    this.rl.removeAllListeners('close');
+    this.rl.close();
+    // Without this a piped stdin keeps the process alive after the run has ended.
+    this.io.stdin?.pause();
+  }
+
+  private start(): void {
+    if (this.rl || !this.io.stdin) return;
+    this.rl = readline.createInterface({ input: this.io.stdin, crlfDelay: Infinity, terminal: false });
+    this.rl.on('line', (line) => this.route(line));
+    this.rl.on('close', () => {
+      for (const r of this.routes) r.input.end();
+    });
+  }
+
+  private route(line: string): void {
+    if (!line.trim()) return;
+    const diag = (msg: string) => this.io.stderr.write(`liveagent: ${msg}\n`);
+    const legacy = this.routes.filter((r) => (this.json ? !r.attachment?.owns : !r.attachment?.awaitingInput));
+    let target: (typeof this.routes)[number] | undefined;
+    if (this.json) {
+      let itemId: unknown;
+      try {
+        itemId = (JSON.parse(line) as { item_id?: unknown } | null)?.item_id;
+      } catch {
+        if (!legacy.length) return void diag('answer ignored: the line is not JSON (expected {"item_id": "<toolCallId>", ...} for a pending question or approval)');
+      }
+      target = typeof itemId === 'string' ? this.routes.find((r) => r.attachment?.owns?.(itemId as string)) : undefined;
+      if (!target && !legacy.length) {
+        return void diag(typeof itemId === 'string' ? `answer ignored: nothing is waiting for item_id "${itemId}" (no pending question or approval has that id; it may be settled already)` : 'answer ignored: item_id must be a string (the toolCallId of a pending question or approval)');
+      }
+    } else {
+      target = this.routes.find((r) => r.attachment?.awaitingInput?.());
+      if (!target && !legacy.length) return void diag('input ignored: nothing is waiting for an answer');
+    }
+    for (const r of target ? [target] : legacy) r.input.write(`${line}\n`);
+  }
 }
 
 async function printHuman(events: AsyncIterable<LifecycleEvent>, io: ChatIo) {

@@ -86,7 +86,11 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
         res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' });
         return void res.end(JSON.stringify({ ok: true }));
       }
-      if (pathname.startsWith('/api/')) return plain(res, 404, 'not found');
+      // Plugins' routes (uploads), behind the gateway's Origin and token checks.
+      if (pathname.startsWith('/api/')) {
+        if (gateway.handleHttp(req, res)) return;
+        return plain(res, 404, 'not found');
+      }
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         res.setHeader('Allow', 'GET, HEAD');
         return plain(res, 405, 'method not allowed');

@@ -36,6 +36,9 @@ export function transcript(messages: Message[], toolChars: number): string[] {
         case 'image':
           out.push(line(m.role, `(image${b.path ? ` ${b.path}` : ''})`));
           break;
+        case 'attachment':
+          out.push(line(m.role, `(attached file ${b.name}: ${b.mediaType}, ${b.size} bytes, at ${b.path})`));
+          break;
         case 'tool_call':
           out.push(line(`tool call ${b.name}`, JSON.stringify(b.input)));
           break;

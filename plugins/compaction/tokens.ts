@@ -48,6 +48,11 @@ function blockText(b: ContentBlock): string {
       return [...b.queries, ...b.sources.map((s) => `${s.title} ${s.url} ${s.snippet ?? ''}`)].join('\n');
     case 'image':
       return '';
+    // An attachment is expanded per request by the uploads plugin; unexpanded it is a reference line.
+    case 'attachment':
+      return `${b.name} ${b.path} ${b.mediaType}`;
+    case 'document':
+      return b.text ?? '';
   }
 }
 

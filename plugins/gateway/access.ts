@@ -64,6 +64,13 @@ export function tokenFromRequest(req: IncomingMessage): string | undefined {
   return undefined;
 }
 
+/** The token of an `Authorization: Bearer <token>` header (how HTTP routes take it: never from the URL, which logs keep). */
+export function bearerToken(req: IncomingMessage): string | undefined {
+  const h = req.headers.authorization;
+  const m = typeof h === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(h) : null;
+  return m?.[1];
+}
+
 export interface AccessPolicy {
   token: string;
   /** The address the server is bound to (adds itself, or every local interface for 0.0.0.0 / ::). */
@@ -114,8 +121,8 @@ export type RefusalKind = 'host' | 'origin' | 'token';
 
 export type AccessDecision = { ok: true } | { ok: false; status: 401 | 403; reason: string; kind: RefusalKind };
 
-/** Decide an upgrade request. Host and Origin first (403), then the token (401). */
-export function checkAccess(req: IncomingMessage, policy: AccessPolicy): AccessDecision {
+/** Decide an upgrade request (or an HTTP route's, with the token it gives). Host and Origin first (403), then the token (401). */
+export function checkAccess(req: IncomingMessage, policy: AccessPolicy, given: string | undefined | null = tokenFromRequest(req)): AccessDecision {
   const hostHeader = req.headers.host;
   if (!hostHeader) return { ok: false, status: 403, reason: 'missing Host header', kind: 'host' };
   if (!isHostAllowed(hostHeader, policy.bindHost, policy.allowedHosts)) return { ok: false, status: 403, reason: 'Host not allowed', kind: 'host' };
@@ -137,7 +144,8 @@ export function checkAccess(req: IncomingMessage, policy: AccessPolicy): AccessD
     if (!ok) return { ok: false, status: 403, reason: 'Origin not allowed', kind: 'origin' };
   }
 
-  const given = tokenFromRequest(req);
+  // null: the caller checks Host and Origin only (a CORS preflight carries no credentials).
+  if (given === null) return { ok: true };
   if (!given || !tokensEqual(given, policy.token)) return { ok: false, status: 401, reason: 'missing or wrong token', kind: 'token' };
   return { ok: true };
 }

@@ -6,7 +6,9 @@
  * repeated after a reconnect never runs twice.
  */
 import type { Logger, RunHandle, RunOptions, RuntimeApi, RuntimeErrorInfo, LifecycleEvent } from '../../plugin-api.js';
-import { AttachmentError, toInputBlocks } from './attachments.js';
+import type { ContentBlock } from '../../plugin-api.js';
+import { AttachmentError, stageAttachments, toInputBlocks, type UploadsLike } from './attachments.js';
+import { lastUserMessage, removedCount } from './resend.js';
 import type { GatewayClient } from './client.js';
 import type { GatewayHistory } from './history.js';
 import type { ChatQueueItem, QueuedItem, ServerMessage } from './protocol.js';
@@ -50,8 +52,13 @@ interface AskUserQuestionService {
   answer(a: { toolCallId: string; conversationId: string; requestJson: string }): unknown;
 }
 
+interface PermissionsService {
+  decide(d: { toolCallId: string; conversationId: string; decision: 'approve' | 'deny' | 'approve_session' }): unknown;
+}
+
 type SendItem = Extract<ChatQueueItem, { action: 'send' }>;
 type EditItem = Extract<ChatQueueItem, { action: 'edit_resend' }>;
+type RegenerateItem = Extract<ChatQueueItem, { action: 'regenerate' }>;
 
 const MAX_REQUESTS = 2000;
 const MAX_QUEUE = 100;
@@ -87,7 +94,7 @@ export class ChatRuns {
 
   /** Queue state as clients see it: attachment bytes are not echoed back. */
   queueView(conversationId: string): QueuedItem[] {
-    return this.queueOf(conversationId).map((i) => (i.attachments ? { ...i, attachments: i.attachments.map((a) => ({ ...a, data: '' })) } : { ...i }));
+    return this.queueOf(conversationId).map((i) => (i.attachments ? { ...i, attachments: i.attachments.map((a) => ('uploadId' in a ? a : { ...a, data: '' })) } : { ...i }));
   }
 
   async handle(client: GatewayClient, item: ChatQueueItem): Promise<unknown> {
@@ -96,6 +103,8 @@ export class ChatRuns {
         return this.send(client, item);
       case 'edit_resend':
         return this.editResend(client, item);
+      case 'regenerate':
+        return this.regenerate(client, item);
       case 'stop': {
         const run = this.d.runtime.activeRun(item.conversationId);
         run?.abort('stopped by the user');
@@ -107,6 +116,8 @@ export class ChatRuns {
         return this.compactNow(client, item.conversationId);
       case 'tool_answer':
         return this.toolAnswer(item);
+      case 'tool_approval':
+        return this.toolApproval(item);
       case 'queue_remove': {
         const q = this.queueOf(item.conversationId);
         const at = this.indexOf(q, item.conversationId, item.itemId);
@@ -126,7 +137,7 @@ export class ChatRuns {
       case 'queue_edit': {
         const q = this.queueOf(item.conversationId);
         const entry = q[this.indexOf(q, item.conversationId, item.itemId)]!;
-        this.inputOf(item.text, entry.attachments); // still a valid message?
+        this.inputOf(item.text, entry.attachments, entry.mode); // still a valid message?
         entry.text = item.text;
         this.changed(item.conversationId);
         return { conversationId: item.conversationId };
@@ -151,11 +162,25 @@ export class ChatRuns {
     return at;
   }
 
-  private inputOf(text: string, attachments: QueuedItem['attachments']) {
+  private uploads(): UploadsLike | undefined {
+    return this.d.service<UploadsLike>('uploads');
+  }
+
+  private inputOf(text: string, attachments: QueuedItem['attachments'], mode?: QueuedItem['mode']) {
     try {
-      return toInputBlocks(text, attachments);
+      return toInputBlocks(text, attachments, { uploads: this.uploads(), mode });
     } catch (err) {
-      if (err instanceof AttachmentError) throw new ReplyError('bad_request', err.message);
+      if (err instanceof AttachmentError) throw new ReplyError(err.code, err.message);
+      throw err;
+    }
+  }
+
+  /** Inline attachments staged into the upload store (when there is one): queues and history hold references. */
+  private async staged(attachments: QueuedItem['attachments']): Promise<QueuedItem['attachments']> {
+    try {
+      return await stageAttachments(attachments, this.uploads());
+    } catch (err) {
+      if (err instanceof AttachmentError) throw new ReplyError(err.code, err.message);
       throw err;
     }
   }
@@ -188,7 +213,8 @@ export class ChatRuns {
   private async send(client: GatewayClient, item: SendItem): Promise<unknown> {
     const dup = this.duplicate(client, item.clientRequestId);
     if (dup) return dup;
-    const input = this.inputOf(item.text, item.attachments);
+    const attachments = await this.staged(item.attachments);
+    const input = this.inputOf(item.text, attachments, item.mode);
     this.checkProvider(item.provider);
     const conversationId = item.conversationId;
     if (conversationId) {
@@ -202,7 +228,7 @@ export class ChatRuns {
         const queued: QueuedItem = {
           itemId: `q_${Date.now().toString(36)}_${++itemCounter}`,
           text: item.text,
-          ...(item.attachments ? { attachments: item.attachments } : {}),
+          ...(attachments ? { attachments } : {}),
           ...(item.mode ? { mode: item.mode } : {}),
           ...(item.provider ? { provider: item.provider } : {}),
           ...(item.model ? { model: item.model } : {}),
@@ -225,14 +251,40 @@ export class ChatRuns {
   private async editResend(client: GatewayClient, item: EditItem): Promise<unknown> {
     const dup = this.duplicate(client, item.clientRequestId);
     if (dup) return dup;
-    const input = this.inputOf(item.text, item.attachments);
+    const input = this.inputOf(item.text, await this.staged(item.attachments), item.mode);
     this.checkProvider(item.provider);
     if (this.d.runtime.activeRun(item.conversationId) || this.queueOf(item.conversationId).length > 0) {
       throw new ReplyError('conflict', `conversation "${item.conversationId}" has a run in progress: stop it before editing a message`);
     }
     if (this.compactions.has(item.conversationId)) throw new ReplyError('conflict', `conversation "${item.conversationId}" is being compacted: edit the message once it is done`);
     if (!(await this.known(item.conversationId))) throw new ReplyError('not_found', `unknown conversation "${item.conversationId}"`);
-    return this.start(client, { ...runFields(item), input, conversationId: item.conversationId, truncateFromMessageId: item.messageId, clientRequestId: item.clientRequestId });
+    // How many stored messages the truncation removes, for the client's record (unknown when not stored: the run then refuses).
+    const removed = await removedCount(this.d.history, item.conversationId, item.messageId).catch(() => undefined);
+    const started = (await this.start(client, { ...runFields(item), input, conversationId: item.conversationId, truncateFromMessageId: item.messageId, clientRequestId: item.clientRequestId })) as object;
+    return { ...started, ...(removed !== undefined ? { removedCount: removed } : {}) };
+  }
+
+  /** Resend the last user message as stored (text and attachment blocks), truncating from it. */
+  private async regenerate(client: GatewayClient, item: RegenerateItem): Promise<unknown> {
+    const dup = this.duplicate(client, item.clientRequestId);
+    if (dup) return dup;
+    this.checkProvider(item.provider);
+    if (this.d.runtime.activeRun(item.conversationId) || this.queueOf(item.conversationId).length > 0 || this.compactions.has(item.conversationId)) {
+      throw new ReplyError('conflict', `conversation "${item.conversationId}" has a run in progress: stop it before regenerating`);
+    }
+    if (!(await this.known(item.conversationId))) throw new ReplyError('not_found', `unknown conversation "${item.conversationId}"`);
+    const last = await lastUserMessage(this.d.history, item.conversationId);
+    const input: ContentBlock[] = last.message.content;
+    const attached = input.filter((b) => b.type === 'attachment');
+    if (attached.length) {
+      try {
+        this.uploads()?.checkMessage(attached, item.mode);
+      } catch (err) {
+        throw new ReplyError(String((err as { code?: unknown }).code ?? 'bad_request'), (err as Error).message);
+      }
+    }
+    const started = (await this.start(client, { ...runFields(item), input, conversationId: item.conversationId, truncateFromMessageId: last.message.id, clientRequestId: item.clientRequestId })) as object;
+    return { ...started, messageId: last.message.id, removedCount: last.removedCount };
   }
 
   private async start(client: GatewayClient | undefined, options: RunOptions & { clientRequestId: string }): Promise<unknown> {
@@ -295,7 +347,7 @@ export class ChatRuns {
     };
     let input;
     try {
-      input = toInputBlocks(item.text, item.attachments);
+      input = toInputBlocks(item.text, item.attachments, { uploads: this.uploads(), mode: item.mode });
     } catch (err) {
       return fail({ code: 'bad_request', message: (err as Error).message });
     }
@@ -367,6 +419,20 @@ export class ChatRuns {
       throw new ReplyError(typeof code === 'string' ? code : 'bad_request', (err as Error).message);
     }
     return { toolCallId: item.item_id };
+  }
+
+  /** The `permissions` service settles the approval; a wrong conversation, an unknown or settled id is its refusal. */
+  private toolApproval(item: Extract<ChatQueueItem, { action: 'tool_approval' }>): unknown {
+    const svc = this.d.service<PermissionsService>('permissions');
+    if (!svc || typeof svc.decide !== 'function') {
+      throw new ReplyError('unavailable', 'tool approvals are not available: no plugin provides the "permissions" service');
+    }
+    try {
+      return svc.decide({ toolCallId: item.item_id, conversationId: item.conversation_id, decision: item.decision });
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      throw new ReplyError(typeof code === 'string' ? code : 'bad_request', (err as Error).message);
+    }
   }
 }
 

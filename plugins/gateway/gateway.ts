@@ -5,7 +5,7 @@
  * out through the fan-out path (fanout.ts).
  */
 import type { McpService } from '../mcp/service.js';
-import type { IncomingMessage, Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, WebSocketServer } from 'ws';
 import type { Disposable, LifecycleEvent, Logger, ModelInfo, PluginContext, Settings } from '../../plugin-api.js';
@@ -15,7 +15,9 @@ import { ChatRuns, LaterReply, ReplyError } from './chat-runs.js';
 import { GatewayClient } from './client.js';
 import { Fanout } from './fanout.js';
 import { GatewayHistory } from './history.js';
+import { HttpRoutes, type HttpRouteHandler } from './http-routes.js';
 import { BUILTIN_CLIENT_TYPES, EXTENSION_TYPE, PROTOCOL_VERSION, parseClientMessage, type ClientMessage, type ExtensionMessage, type McpServerSummary, type ModelSummary, type ProviderSummary, type ServerMessage } from './protocol.js';
+import { truncatePreviewHandler } from './resend.js';
 import { parseGatewaySettings, type GatewaySettings } from './settings.js';
 
 export interface AttachOptions {
@@ -57,6 +59,16 @@ export interface GatewayService {
   registerHandler(type: string, handler: GatewayHandler): Disposable;
   /** Send `{ type: 'extension', name, data }` to every connected client (a plugin's change notices). */
   broadcast(name: string, data: unknown): void;
+  /**
+   * Answer HTTP requests for `method` (`GET` also answers `HEAD`) at `pathPrefix` (under `/api/`)
+   * and below it, e.g. `POST /api/uploads`, `GET /api/uploads/<id>`. The gateway checks Host,
+   * Origin and the `Authorization: Bearer <token>` header first (401/403 as JSON
+   * `{ error: { code, message } }`) and only then calls the handler; a throw becomes a JSON 500.
+   * Dispose to withdraw.
+   */
+  registerHttpRoute(method: string, pathPrefix: string, handler: HttpRouteHandler): Disposable;
+  /** For hosts: answer `req` when a registered route matches its path (false: none does, answer 404). */
+  handleHttp(req: IncomingMessage, res: ServerResponse): boolean;
 }
 
 /** A plugin's handler for its own client message type (see GatewayService.registerHandler). */
@@ -84,6 +96,7 @@ export class Gateway implements GatewayService {
   private historyWatched = false;
   private readonly refusals: RefusalLog;
   private readonly handlers = new Map<string, GatewayHandler>();
+  private readonly routes: HttpRoutes;
 
   constructor(private readonly ctx: GatewayContext) {
     this.logger = ctx.logger;
@@ -104,6 +117,12 @@ export class Gateway implements GatewayService {
       seen: (id) => this.fanout.seen(id),
       service: (key) => ctx.service(key),
     });
+    this.routes = new HttpRoutes(
+      () => (this.options && !this.closed ? { token: this.options.token, ...(this.options.bindHost ? { bindHost: this.options.bindHost } : {}), allowedOrigins: this.config.allowedOrigins, allowedHosts: this.config.allowedHosts } : undefined),
+      this.refusals,
+      (message, err) => this.logger.error(message, err),
+    );
+    this.handlers.set('conversations.truncate_preview', truncatePreviewHandler(this.history));
     const subs: Disposable[] = [ctx.runtime.onEvent((e) => this.onEvent(e)), ctx.settings.onChange((s) => this.onSettings(s))];
     ctx.subscriptions.push(...subs);
   }
@@ -254,6 +273,14 @@ export class Gateway implements GatewayService {
 
   broadcast(name: string, data: unknown): void {
     if (!this.closed) this.fanout.broadcast({ type: 'extension', name, data });
+  }
+
+  registerHttpRoute(method: string, pathPrefix: string, handler: HttpRouteHandler): Disposable {
+    return this.routes.register(method, pathPrefix, handler);
+  }
+
+  handleHttp(req: IncomingMessage, res: ServerResponse): boolean {
+    return this.routes.handle(req, res);
   }
 
   // ── Requests ────────────────────────────────────────────────────────────────────────────

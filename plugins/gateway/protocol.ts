@@ -30,10 +30,20 @@ export const AttachmentSchema = z.object({
 });
 export type Attachment = z.infer<typeof AttachmentSchema>;
 
+/** A file staged with `POST /api/uploads` (docs/gateway-protocol.md, "Uploads"), named by the id it answered. */
+export const UploadRefSchema = z.object({ uploadId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be the uploadId POST /api/uploads answered') });
+export type UploadRef = z.infer<typeof UploadRefSchema>;
+
+/** An attachment item: a staged upload `{ uploadId }`, or the legacy inline form (staged on arrival when the server has uploads). */
+export const AttachmentItemSchema = z.union([UploadRefSchema, AttachmentSchema], {
+  error: () => 'each attachment must be { uploadId } (from POST /api/uploads) or { name, mimeType, data, encoding }',
+});
+export type AttachmentItem = UploadRef | Attachment;
+
 /** Fields of a message to send (also used by queued items and edit-and-resend). */
 const SendFields = {
   text: z.string().max(1_000_000),
-  attachments: z.array(AttachmentSchema).max(20).optional(),
+  attachments: z.array(AttachmentItemSchema).max(20).optional(),
   mode: mode.optional(),
   provider: z.string().min(1).max(100).optional(),
   model: z.string().min(1).max(200).optional(),
@@ -46,10 +56,14 @@ export const ChatQueueSchema = z.discriminatedUnion('action', [
   z.object({ action: z.literal('send'), conversationId: conversationId.optional(), clientRequestId: id, ...SendFields }),
   /** Stop the active run of a conversation. */
   z.object({ action: z.literal('stop'), conversationId }),
-  /** Edit a user message and resend: history is truncated at messageId, then `text` is sent. */
+  /** Edit a user message and resend: history is truncated at messageId, then `text` (and `attachments`; empty text with attachments only is fine) is sent. */
   z.object({ action: z.literal('edit_resend'), conversationId, messageId: id, clientRequestId: id, ...SendFields }),
+  /** Resend the last user message as it was stored (text and attachments), after truncating from it. */
+  z.object({ action: z.literal('regenerate'), conversationId, clientRequestId: id, mode: mode.optional(), provider: SendFields.provider, model: SendFields.model, workdir: SendFields.workdir }),
   /** Answer a pending AskUserQuestion. request_json is a JSON-encoded answers array. */
   z.object({ action: z.literal('tool_answer'), item_id: id, request_json: z.string().max(100_000), conversation_id: conversationId }),
+  /** Decide a pending tool approval (permissions): run it once, refuse it, or run it and what the same rule asks for in this conversation. */
+  z.object({ action: z.literal('tool_approval'), item_id: id, conversation_id: conversationId, decision: z.enum(['approve', 'deny', 'approve_session'], 'decision must be "approve", "deny" or "approve_session"') }),
   /** Queue management for messages waiting behind an active run. */
   z.object({ action: z.literal('queue_remove'), conversationId, itemId: id }),
   z.object({ action: z.literal('queue_reorder'), conversationId, itemIds: z.array(id).max(500) }),
@@ -114,7 +128,7 @@ export interface ConversationSummary {
 export interface QueuedItem {
   itemId: string;
   text: string;
-  attachments?: Attachment[];
+  attachments?: AttachmentItem[];
   mode?: z.infer<typeof mode>;
   provider?: string;
   model?: string;

@@ -10,7 +10,8 @@
  * thinking, and replaying another model's reasoning as visible text invites the model to
  * imitate it in its answer.
  */
-import type { ContentBlock, ImageBlock, Message, ToolResultBlock } from '../../plugin-api.js';
+import type { ContentBlock, DocumentBlock, ImageBlock, Message, ToolResultBlock } from '../../plugin-api.js';
+import { attachmentReference, documentFallback } from '../provider-shared/attachments.js';
 import { foreignThinking, normalizeToolCallId, toolResultText } from '../provider-shared/history.js';
 
 /** A wire content block (the SDK's ContentBlockParam, kept loose: raw provider blocks travel back as they came). */
@@ -28,6 +29,14 @@ function imageBlock(b: ImageBlock): WireBlock {
   if (b.data) return { type: 'image', source: { type: 'base64', media_type: b.mimeType, data: b.data } };
   // The bytes were dropped by context policy; tell the model an image was here.
   return { type: 'text', text: `[image${b.path ? ` ${b.path}` : ''} omitted from context]` };
+}
+
+/** A PDF as a `document` block (base64 source); without its bytes, its text or a line saying where it is. */
+function documentBlock(b: DocumentBlock): WireBlock {
+  if (b.data && b.mimeType === 'application/pdf') {
+    return { type: 'document', source: { type: 'base64', media_type: b.mimeType, data: b.data }, ...(b.name ? { title: b.name } : {}) };
+  }
+  return { type: 'text', text: documentFallback(b).text };
 }
 
 function toolResultBlock(b: ToolResultBlock): WireBlock {
@@ -49,6 +58,9 @@ function userBlocks(content: ContentBlock[]): WireBlock[] {
     if (b.type === 'text') {
       if (b.text) out.push({ type: 'text', text: b.text });
     } else if (b.type === 'image') out.push(imageBlock(b));
+    else if (b.type === 'document') out.push(documentBlock(b));
+    // Not expanded (no uploads plugin): the model still learns the file and where it is.
+    else if (b.type === 'attachment') out.push({ type: 'text', text: attachmentReference(b) });
     else if (b.type === 'tool_result') out.push(toolResultBlock(b));
   }
   return out;

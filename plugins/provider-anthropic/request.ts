@@ -9,6 +9,7 @@
  * written).
  */
 import type { ModelInfo, ProviderRequest, ToolSpec } from '../../plugin-api.js';
+import { ANTHROPIC_MEDIA_LIMITS, fitMedia } from '../provider-shared/media-limits.js';
 import { toAnthropicMessages, thinkingAllowed, type WireBlock, type WireMessage } from './history.js';
 import { DEFAULT_MAX_TOKENS, MIN_THINKING_BUDGET, allowsForcedToolChoice, maxOutputFor, thinkingStyle } from './models.js';
 import type { AnthropicConfig } from './settings.js';
@@ -51,7 +52,8 @@ function toolChoiceFor(choice: ProviderRequest['toolChoice'] | { type: 'tool'; n
 /** Build the body. `cfg` is the resolved configuration with request overrides applied. */
 export function buildAnthropicRequest(req: ProviderRequest, cfg: AnthropicConfig, providerId: string, models: ModelInfo[] | undefined): WireRequest {
   const model = req.model;
-  const messages = toAnthropicMessages(req.messages, providerId);
+  // Images and PDFs over the API's limits go as notes, never as a request that always fails.
+  const messages = toAnthropicMessages(fitMedia(req.messages, ANTHROPIC_MEDIA_LIMITS), providerId);
   // A lean side request (a title) sets no cache breakpoint: writing a cache costs more than it saves once.
   const cache = cfg.cache && !req.lean;
   let breakpoints = MAX_CACHE_BREAKPOINTS;

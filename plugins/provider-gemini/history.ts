@@ -17,7 +17,8 @@
  *   sent as `<thinking>` text in the model turn (provider-shared/history.ts `foreignThinking`).
  *   Redacted thinking and unsigned thinking never travel.
  */
-import type { ContentBlock, ImageBlock, JsonObject, Message, ToolCallBlock, ToolResultBlock } from '../../plugin-api.js';
+import type { ContentBlock, DocumentBlock, ImageBlock, JsonObject, Message, ToolCallBlock, ToolResultBlock } from '../../plugin-api.js';
+import { attachmentReference, documentFallback } from '../provider-shared/attachments.js';
 import { foreignThinking, toolResultText } from '../provider-shared/history.js';
 
 export interface WirePart {
@@ -40,6 +41,12 @@ function imagePart(img: ImageBlock): WirePart {
   if (img.data) return { inlineData: { mimeType: img.mimeType, data: img.data } };
   // Context policy dropped the bytes: tell the model an image was here.
   return { text: `[image${img.path ? ` ${img.path}` : ''} (${img.mimeType}) is no longer attached]` };
+}
+
+/** A PDF goes as `inlineData` like an image; without its bytes, its text or a line saying where it is. */
+function documentPart(d: DocumentBlock): WirePart {
+  if (d.data && d.mimeType === 'application/pdf') return { inlineData: { mimeType: d.mimeType, data: d.data } };
+  return { text: documentFallback(d).text };
 }
 
 /** `output` / `error` are the keys the API documents for FunctionResponse.response. */
@@ -139,6 +146,9 @@ class TurnBuilder {
       if (b.type === 'text') {
         if (b.text) rest.push({ text: b.text });
       } else if (b.type === 'image') rest.push(imagePart(b));
+      else if (b.type === 'document') rest.push(documentPart(b));
+      // Not expanded (no uploads plugin): the model still learns the file and where it is.
+      else if (b.type === 'attachment') rest.push({ text: attachmentReference(b) });
       else if (b.type === 'tool_result') {
         const call = this.pending.get(b.toolCallId);
         if (!call || responses.has(b.toolCallId)) continue; // orphan: the API would refuse it

@@ -7,6 +7,7 @@
  * forwards the body as JSON untouched, so the body is built here in wire terms and cast once.
  */
 import type { JsonObject, ModelInfo, ProviderRequest } from '../../plugin-api.js';
+import { GEMINI_MEDIA_LIMITS, fitMedia } from '../provider-shared/media-limits.js';
 import { toGeminiContents, type WireContent } from './history.js';
 import { combinesSearchWithFunctions, maxOutputFor, modelThinks, thinkingRange } from './models.js';
 import { toGeminiSchema } from './schema.js';
@@ -43,7 +44,8 @@ function thinkingConfig(req: ProviderRequest, cfg: GeminiConfig, models: ModelIn
 
 /** `note` hears about settings the request could not honour (e.g. search dropped next to tools). */
 export function buildGeminiRequest(req: ProviderRequest, cfg: GeminiConfig, providerId: string, models: ModelInfo[] | undefined, note?: (message: string) => void): WireRequest {
-  const body: WireRequest = { contents: toGeminiContents(req.messages, providerId, cfg.foreignThinking === 'text') };
+  // Images and PDFs over the API's limits go as notes, never as a request that always fails.
+  const body: WireRequest = { contents: toGeminiContents(fitMedia(req.messages, GEMINI_MEDIA_LIMITS), providerId, cfg.foreignThinking === 'text') };
 
   const system = req.system
     .map((p) => p.text.trim())

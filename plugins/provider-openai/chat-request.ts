@@ -10,7 +10,8 @@ import type { Message, ProviderRequest } from '../../plugin-api.js';
 import { mapToolCallIds, normalizeToolCallId } from '../provider-shared/history.js';
 import type { ResolvedConfig } from './config.js';
 import { effortForBudget, leanEffort } from './config.js';
-import { foreignThinkingText, imagePlaceholder, imageUrl, resultText, systemText } from './history-common.js';
+import { fitMedia, openaiMediaLimits } from '../provider-shared/media-limits.js';
+import { documentFile, documentText, foreignThinkingText, imagePlaceholder, imageUrl, resultText, systemText, userText } from './history-common.js';
 
 type Obj = Record<string, unknown>;
 
@@ -24,7 +25,8 @@ export interface ChatBuild {
 const CHAT_ID_MAX = 40;
 
 export function buildChatBody(request: ProviderRequest, b: ChatBuild): Obj {
-  const messages = mapToolCallIds(request.messages, (id) => normalizeToolCallId(id, CHAT_ID_MAX));
+  // Images and PDFs over the API's limits go as notes, never as a request that always fails.
+  const messages = mapToolCallIds(fitMedia(request.messages, openaiMediaLimits(b.config.official)), (id) => normalizeToolCallId(id, CHAT_ID_MAX));
   const wire: Obj[] = [];
   const sys = systemText(request.system);
   if (sys) wire.push({ role: 'system', content: sys });
@@ -53,22 +55,25 @@ export function toChatMessages(messages: Message[], b: ChatBuild): Obj[] {
   const out: Obj[] = [];
   for (const m of messages) {
     if (m.role === 'user') {
-      const texts = m.content.filter((c) => c.type === 'text' && c.text);
-      const hasImage = m.content.some((c) => c.type === 'image');
-      if (!hasImage) {
-        // Plain string content: some compatible servers accept nothing else.
-        if (texts.length) out.push({ role: 'user', content: texts.map((t) => (t.type === 'text' ? t.text : '')).join('\n\n') });
-        continue;
-      }
       const parts: Obj[] = [];
+      let media = false;
       for (const c of m.content) {
-        if (c.type === 'text' && c.text) parts.push({ type: 'text', text: c.text });
+        const text = userText(c);
+        if (text) parts.push({ type: 'text', text });
         else if (c.type === 'image') {
           const url = imageUrl(c);
+          media ||= !!url;
           parts.push(url ? { type: 'image_url', image_url: { url } } : { type: 'text', text: imagePlaceholder(c) });
+        } else if (c.type === 'document') {
+          // Chat Completions takes PDFs as `file` parts (OpenAI's own endpoint only).
+          const file = documentFile(c, b.config.official);
+          media ||= !!file;
+          parts.push(file ? { type: 'file', file: { filename: file.filename, file_data: file.fileData } } : { type: 'text', text: documentText(c) });
         }
       }
-      out.push({ role: 'user', content: parts });
+      if (!parts.length) continue;
+      // Plain string content without images or files: some compatible servers accept nothing else.
+      out.push({ role: 'user', content: media ? parts : parts.map((p) => p.text as string).join('\n\n') });
     } else if (m.role === 'assistant') {
       const texts: string[] = [];
       const calls: Obj[] = [];

@@ -8,7 +8,8 @@
  * `foreignThinking: 'text'` (provider-shared/history.ts `foreignThinking`). Redacted thinking
  * never travels.
  */
-import type { ContentBlock, ImageBlock, SystemPart, ThinkingBlock, ToolResultBlock } from '../../plugin-api.js';
+import type { ContentBlock, DocumentBlock, ImageBlock, SystemPart, ThinkingBlock, ToolResultBlock } from '../../plugin-api.js';
+import { attachmentReference, documentFallback } from '../provider-shared/attachments.js';
 import { foreignThinking, toolResultText } from '../provider-shared/history.js';
 
 export function systemText(parts: SystemPart[]): string {
@@ -39,4 +40,26 @@ export function resultText(r: ToolResultBlock): string {
 export function foreignThinkingText(block: ThinkingBlock, providerId: string, mode: 'drop' | 'text'): string | undefined {
   const b: ContentBlock | undefined = foreignThinking(block, providerId, mode === 'text');
   return b && b.type === 'text' ? b.text : undefined;
+}
+
+/**
+ * A document both APIs take natively (a PDF with its bytes, on OpenAI's own endpoints), as its
+ * file name and `data:` URL; undefined when it must go as text ({@link documentText}).
+ */
+export function documentFile(d: DocumentBlock, native: boolean): { filename: string; fileData: string } | undefined {
+  if (!native || !d.data || d.mimeType !== 'application/pdf') return undefined;
+  const filename = d.name?.trim() || 'document.pdf';
+  return { filename, fileData: `data:${d.mimeType};base64,${d.data}` };
+}
+
+/** A document as text: its extracted text, else a line saying where it is. */
+export function documentText(d: DocumentBlock): string {
+  return documentFallback(d).text;
+}
+
+/** The text a user block stands for when it is not an image or a file part (text, an unexpanded attachment), or undefined. */
+export function userText(c: ContentBlock): string | undefined {
+  if (c.type === 'text') return c.text || undefined;
+  if (c.type === 'attachment') return attachmentReference(c);
+  return undefined;
 }

@@ -12,7 +12,8 @@ import { mapToolCallIds, normalizeToolCallId } from '../provider-shared/history.
 import type { Continuation } from './chains.js';
 import type { ResolvedConfig } from './config.js';
 import { effortForBudget, leanEffort } from './config.js';
-import { foreignThinkingText, imagePlaceholder, imageUrl, resultText, systemText } from './history-common.js';
+import { fitMedia, openaiMediaLimits } from '../provider-shared/media-limits.js';
+import { documentFile, documentText, foreignThinkingText, imagePlaceholder, imageUrl, resultText, systemText, userText } from './history-common.js';
 
 export interface ResponsesBuild {
   providerId: string;
@@ -28,7 +29,8 @@ type Item = Record<string, unknown>;
 
 export function buildResponsesBody(request: ProviderRequest, b: ResponsesBuild): Item {
   const history = b.continuation ? b.continuation.newMessages : request.messages;
-  const messages = mapToolCallIds(history, (id) => normalizeToolCallId(id, 64));
+  // Images and PDFs over the API's limits go as notes, never as a request that always fails.
+  const messages = mapToolCallIds(fitMedia(history, openaiMediaLimits(b.config.official)), (id) => normalizeToolCallId(id, 64));
   const body: Item = {
     model: request.model,
     input: toResponsesInput(messages, b),
@@ -72,10 +74,14 @@ export function toResponsesInput(messages: Message[], b: ResponsesBuild): Item[]
     if (m.role === 'user') {
       const content: Item[] = [];
       for (const c of m.content) {
-        if (c.type === 'text' && c.text) content.push({ type: 'input_text', text: c.text });
+        const text = userText(c);
+        if (text) content.push({ type: 'input_text', text });
         else if (c.type === 'image') {
           const url = imageUrl(c);
           content.push(url ? { type: 'input_image', image_url: url, detail: 'auto' } : { type: 'input_text', text: imagePlaceholder(c) });
+        } else if (c.type === 'document') {
+          const file = documentFile(c, b.config.official);
+          content.push(file ? { type: 'input_file', filename: file.filename, file_data: file.fileData } : { type: 'input_text', text: documentText(c) });
         }
       }
       if (content.length) out.push({ role: 'user', content });

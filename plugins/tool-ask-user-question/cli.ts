@@ -21,9 +21,9 @@ export interface CliIo {
   stdin?: NodeJS.ReadableStream;
 }
 
-/** Matches `CliInteraction` in hosts/cli/chat.ts. */
+/** Matches `CliInteraction` / `CliAttachment` in hosts/cli/chat.ts (the host routes each stdin line to the interaction that owns it). */
 export interface CliInteraction {
-  attach(session: { json: boolean; io: CliIo; conversationId: string }): Disposable;
+  attach(session: { json: boolean; io: CliIo; conversationId: string }): Disposable & { owns(itemId: string): boolean; awaitingInput(): boolean };
 }
 
 const AnswerLineSchema = z.object({
@@ -98,6 +98,8 @@ export function createCliInteraction(table: PendingQuestions, service: AskUserQu
       for (const q of table.list(conversationId)) asked(q);
 
       return {
+        owns: (itemId) => table.isPending(conversationId, itemId),
+        awaitingInput: () => !!human?.waiting(),
         dispose() {
           for (const s of subs.splice(0)) s.dispose();
           if (rl) {
@@ -123,6 +125,10 @@ class HumanPrompter {
     private readonly conversationId: string,
     private readonly diag: (msg: string) => void,
   ) {}
+
+  waiting(): boolean {
+    return !!this.current;
+  }
 
   enqueue(q: PendingQuestion) {
     this.queue.push(q);

@@ -1,5 +1,6 @@
 /**
- * Read: a text file with line numbers, paged by lines; an image file as image content. Sandboxed
+ * Read: a text file with line numbers, paged by lines; an image file as image content; a PDF as
+ * its extracted text (read-pdf.ts). Sandboxed
  * to the workspace and the (read-only) uploads folder. Only regular files are read, through the
  * handle the sandbox walker opened (O_NOFOLLOW, O_NONBLOCK) and checked with fstat.
  */
@@ -15,6 +16,7 @@ import { SandboxEntry } from '../tool-shared/sandbox-fs.js';
 import { sectionSchema, toolSettings, type ReadSettings } from '../tool-shared/settings.js';
 import { description } from './description.js';
 import { readLinePage } from './read-lines.js';
+import { isPdf, readPdf } from './read-pdf.js';
 
 export const ReadArgsSchema = z.object({
   file_path: z.string().min(1).describe('The file to read: absolute, or relative to the workspace.'),
@@ -54,6 +56,7 @@ async function readOpened(p: SandboxTarget, fh: FileHandle, size: number, settin
     const img = await loadImage(p, fh, size, imageMax, io);
     return { content: img.content, details: img.details };
   }
+  if (isPdf(head)) return readPdf(p, fh, size, settings, args, io);
   if (head.includes(0)) throw new ToolFailure(`${p.display} looks like a binary file (${size} bytes); Read shows text and images only.`);
 
   const offset = args.offset ?? 1;

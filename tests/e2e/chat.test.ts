@@ -63,6 +63,8 @@ describe.skipIf(!hasChromium)('WebUI chat (e2e)', () => {
     expect(await box.inputValue()).toBe('line one\nline two');
     expect(await page.getByTestId('user-message').count()).toBe(0);
 
+    // Files go with tools modes only (the model reads them by path): attaching switches back.
+    await page.getByTestId('mode-tools').click();
     await page.getByTestId('file-input').setInputFiles([tmpFile(srv.home, 'pixel.png', makePng(8, 8, [220, 40, 40])), tmpFile(srv.home, 'notes.txt', 'remember the milk')]);
     await expect.poll(() => page.getByTestId('attachment').count()).toBe(2);
     const preview = page.getByTestId('attachment-preview');
@@ -75,9 +77,10 @@ describe.skipIf(!hasChromium)('WebUI chat (e2e)', () => {
     const user = page.getByTestId('user-message').last();
     await user.getByTestId('user-image').waitFor();
     await user.getByTestId('user-file').filter({ hasText: 'notes.txt' }).waitFor();
-    const req = srv.control.requests.at(-1)!.body;
+    // The turn's own request: the first to carry it (the title request that follows quotes it too).
+    const req = srv.control.requests.map((r) => r.body).find((b) => JSON.stringify(b.messages ?? []).includes('line two'))!;
     expect(req.model).toBe('claude-haiku-4-5');
-    expect(req.tools ?? []).toEqual([]); // text mode offers no tools
+    expect((req.tools ?? []).map((t: { name: string }) => t.name)).toContain('Read'); // tools mode: the model may Read the files
 
     // Tools mode with a workdir: the tool sees the folder.
     await page.getByTestId('mode-tools').click();
@@ -165,6 +168,8 @@ describe.skipIf(!hasChromium)('WebUI chat (e2e)', () => {
     await firstUser.getByTestId('edit-message').click();
     await page.getByTestId('edit-input').fill('edited question');
     await page.getByTestId('edit-input').press('Enter');
+    // A later message of the user's goes too: the UI asks first, saying how many.
+    await page.getByTestId('confirm-resend').click();
     await lastReply(page).getByText('Echo: edited question').waitFor();
     await waitIdle(page);
     await expect.poll(() => page.getByTestId('user-text').allTextContents()).toEqual(['edited question']);

@@ -136,6 +136,8 @@ describe.skipIf(!hasChromium)('WebUI sync (e2e)', () => {
       await edited.getByTestId('edit-message').click();
       await page.getByTestId('edit-input').fill('edited in tab one');
       await page.getByTestId('edit-input').press('Enter');
+      // The later "/gate tabs" message goes too: confirmed.
+      await page.getByTestId('confirm-resend').click();
       await lastReply(page).getByText('Echo: edited in tab one').waitFor();
       await expect.poll(() => other.getByTestId('user-text').allTextContents()).toEqual(['/slow 30 40', 'edited in tab one']);
       await conversationItem(page, id).hover();

@@ -30,6 +30,7 @@ describe('plugin-api.d.ts', () => {
   it('exports the pinned set of names (a change here is a public API change: update docs/plugin-authoring.md)', () => {
     expect(exported().map((e) => e.name).sort()).toMatchInlineSnapshot(`
       [
+        "AttachmentBlock",
         "Checkpoint",
         "CheckpointRecord",
         "Citation",
@@ -43,6 +44,7 @@ describe('plugin-api.d.ts', () => {
         "ContextBudget",
         "CustomProviderSettings",
         "Disposable",
+        "DocumentBlock",
         "EditedFile",
         "EventBase",
         "ExecutionMode",

@@ -46,7 +46,8 @@ export function lastUserTurn(body: { messages?: WireMessage[] }): { text: string
   const blocks = at >= 0 ? blocksOf(messages[at]!) : [];
   const texts = blocks.flatMap((b) => (b.type === 'text' && b.text && b.text !== CONTINUATION ? [b.text] : []));
   return {
-    text: texts.filter((t) => !t.startsWith('<file name=')).join('\n').trim(),
+    // Attached files arrive as an <attachment> reference (and text files also as <file>): not typed text.
+    text: texts.filter((t) => !t.startsWith('<file name=') && !t.startsWith('<attachment ')).join('\n').trim(),
     round: messages.slice(at + 1).filter((m) => m.role === 'assistant').length + 1,
     images: blocks.filter((b) => b.type === 'image').length,
     files: texts.flatMap((t) => /^<file name="([^"]+)">/.exec(t)?.slice(1, 2) ?? []),

@@ -4,6 +4,8 @@
  * or get shared with a copied link.
  */
 const KEY = 'liveagent.token';
+/** The token this page runs with; HTTP requests (uploads) send it as a bearer header. */
+let current: string | null = null;
 
 export function takeToken(): string | null {
   const hash = location.hash.replace(/^#/, '');
@@ -18,13 +20,18 @@ export function takeToken(): string | null {
     params.delete('token');
     const rest = params.toString();
     history.replaceState(history.state, '', location.pathname + location.search + (rest ? `#${rest}` : ''));
-    return fromHash;
+    return (current = fromHash);
   }
   try {
-    return localStorage.getItem(KEY);
+    return (current = localStorage.getItem(KEY));
   } catch {
     return null;
   }
+}
+
+/** The gateway token taken at start (null when the page has none). */
+export function gatewayToken(): string | null {
+  return current;
 }
 
 export function forgetToken(): void {

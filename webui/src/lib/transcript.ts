@@ -109,11 +109,3 @@ export function userText(m: Message): string {
     .flatMap((b) => (b.type === 'text' && !parseFileBlock(b.text) ? [b.text] : []))
     .join('\n');
 }
-
-/** Names and sizes of text files attached to a user message. */
-export function userFiles(m: Message): Array<{ name: string; chars: number }> {
-  return m.content.flatMap((b) => {
-    const f = b.type === 'text' ? parseFileBlock(b.text) : null;
-    return f ? [{ name: f.name, chars: f.content.length }] : [];
-  });
-}

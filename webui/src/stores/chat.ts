@@ -7,12 +7,15 @@
 import { defineStore } from 'pinia';
 import { computed, reactive, ref } from 'vue';
 import type { CompactionOutcome, ContentBlock, ExecutionMode, LifecycleEvent, Message } from '../../../plugin-api.js';
-import type { Attachment, ConversationSummary, ServerMessage } from '../../../plugins/gateway/protocol.js';
+import type { ConversationSummary, ServerMessage } from '../../../plugins/gateway/protocol.js';
 import { client } from '../api/client.js';
 import type { AskAnswer } from '../components/ask-user-question/card-model.js';
+import { applyApprovalEvent, settleLeftovers, type ApprovalDecision, type ApprovalMap } from '../components/tool-approval/approval-model.js';
 import { applyEvent, applyPage, applySnapshot, emptyState, type ConversationState } from '../lib/conversation-state.js';
 import { newId } from '../lib/format.js';
-import { isSynthetic, parseFileBlock, userText } from '../lib/transcript.js';
+import { attachmentBlock, isAttachmentBlock } from '../lib/media.js';
+import { isSynthetic, userText } from '../lib/transcript.js';
+import type { UploadResult } from '../lib/uploads.js';
 import { useConversationsStore } from './conversations.js';
 
 /** Key of the state shown before the first message creates a conversation. */
@@ -24,7 +27,8 @@ const COMPACT_TIMEOUT_MS = 10 * 60_000;
 
 export interface SendInput {
   text: string;
-  attachments?: Attachment[];
+  /** Files staged with `POST /api/uploads`; the message names them by uploadId. */
+  attachments?: UploadResult[];
 }
 
 interface Prefs {
@@ -47,20 +51,20 @@ function loadPrefs(): Prefs {
 function blocksOf(input: SendInput): ContentBlock[] {
   const blocks: ContentBlock[] = [];
   if (input.text.trim()) blocks.push({ type: 'text', text: input.text });
-  for (const a of input.attachments ?? []) {
-    if (a.mimeType.startsWith('image/')) blocks.push({ type: 'image', mimeType: a.mimeType, data: a.data });
-    else blocks.push({ type: 'text', text: `<file name="${a.name}">\n${a.encoding === 'utf8' ? a.data : ''}\n</file>` });
-  }
+  for (const a of input.attachments ?? []) blocks.push(attachmentBlock(a));
   return blocks;
 }
 
-/** Attachments to resend an existing user message with (its images and attached text files). */
-export function attachmentsOf(m: Message): Attachment[] {
-  return m.content.flatMap((b, i): Attachment[] => {
-    if (b.type === 'image' && b.data) return [{ name: `image-${i + 1}.${b.mimeType.split('/')[1] ?? 'png'}`, mimeType: b.mimeType, data: b.data, encoding: 'base64' }];
-    const file = b.type === 'text' ? parseFileBlock(b.text) : null;
-    return file ? [{ name: file.name, mimeType: 'text/plain', data: file.content, encoding: 'utf8' }] : [];
-  });
+/** The staged files a stored user message carries, to resend it with them. */
+export function attachmentsOf(m: Message): UploadResult[] {
+  return (m.content as unknown[]).flatMap((b): UploadResult[] =>
+    isAttachmentBlock(b) ? [{ uploadId: b.uploadId, name: b.name, path: b.path, mediaType: b.mediaType, size: b.size }] : [],
+  );
+}
+
+/** The wire form of a message's files: `{ uploadId }` each (the server knows the rest). */
+function wireAttachments(input: SendInput): { attachments?: Array<{ uploadId: string }> } {
+  return input.attachments?.length ? { attachments: input.attachments.map((a) => ({ uploadId: a.uploadId })) } : {};
 }
 
 export const useChatStore = defineStore('chat', () => {
@@ -71,6 +75,21 @@ export const useChatStore = defineStore('chat', () => {
   /** A user message the composer asked to edit (Up in an empty box); the message component takes it. */
   const editRequest = ref<string | null>(null);
   const conversations = useConversationsStore();
+  /** Tool approvals (the permissions plugin) by conversation, then toolCallId. */
+  const approvals = reactive<Record<string, ApprovalMap>>({});
+  const NO_APPROVALS: ApprovalMap = {};
+  const approvalsOf = (id: string): ApprovalMap => approvals[id] ?? NO_APPROVALS;
+
+  /** Fold approval events in; a snapshot (`reset`) rebuilds them from its pending events. */
+  function foldApprovals(id: string, events: LifecycleEvent[], reset = false, running = true): void {
+    if (reset || !approvals[id]) approvals[id] = {};
+    const map = approvals[id]!;
+    for (const ev of events) {
+      applyApprovalEvent(map, ev);
+      if (ev.type === 'agent_end') settleLeftovers(map);
+    }
+    if (!running) settleLeftovers(map);
+  }
 
   const currentKey = computed(() => conversations.currentId ?? DRAFT);
   const current = computed(() => state(currentKey.value));
@@ -93,7 +112,10 @@ export const useChatStore = defineStore('chat', () => {
     const s = state(m.conversationId);
     const ev = m.event;
     const wasRunning = s.running;
+    const fresh = ev.seq > s.lastSeq;
     applyEvent(s, ev);
+    // Deltas are most events and never approvals: skip them cheaply.
+    if (fresh && ev.type !== 'message_update') foldApprovals(m.conversationId, [ev]);
     if (ev.type === 'agent_start' && ev.userMessage && s.queue.length) {
       // A queued item that started leaves the queue. The server's `queue` message says so too,
       // but that message is not replayed after a reconnect, so infer it from the run itself.
@@ -116,6 +138,7 @@ export const useChatStore = defineStore('chat', () => {
     for (const t of STREAM_TYPES) c.on(t, (m) => onStream(m as Extract<ServerMessage, { event: LifecycleEvent }>));
     c.on('snapshot', (m) => {
       applySnapshot(state(m.conversationId), m);
+      foldApprovals(m.conversationId, m.pending ?? [], true, m.running);
       if (m.conversation) conversations.upsert(m.conversation);
       conversations.setRunning(m.conversationId, m.running);
     });
@@ -175,6 +198,7 @@ export const useChatStore = defineStore('chat', () => {
   function forget(id: string): void {
     subscribed.delete(id);
     delete states[id];
+    delete approvals[id];
   }
 
   /** Ask for a snapshot (the gateway answers conversations.load with a `snapshot` message). */
@@ -236,7 +260,7 @@ export const useChatStore = defineStore('chat', () => {
     try {
       const data = await client().request<{ conversationId?: string } | undefined>({
         type: 'chat_queue',
-        item: { action: 'send', clientRequestId, text: input.text, ...(input.attachments?.length ? { attachments: input.attachments } : {}), ...runFields(), ...(id ? { conversationId: id } : {}) },
+        item: { action: 'send', clientRequestId, text: input.text, ...wireAttachments(input), ...runFields(), ...(id ? { conversationId: id } : {}) },
       });
       if (!id) adoptDraft(data?.conversationId);
     } catch (err) {
@@ -278,6 +302,14 @@ export const useChatStore = defineStore('chat', () => {
     });
   }
 
+  /**
+   * Decide a pending tool approval (`chat_queue.tool_approval`). Rejects with the server's reason
+   * when the decision is refused; the approval then stays pending.
+   */
+  async function decideApproval(conversationId: string, toolCallId: string, decision: ApprovalDecision): Promise<void> {
+    await client().request({ type: 'chat_queue', item: { action: 'tool_approval', item_id: toolCallId, conversation_id: conversationId, decision } });
+  }
+
   /** Truncate at a user message and send `input` in its place. */
   async function editResend(id: string, messageId: string, input: SendInput): Promise<void> {
     const s = state(id);
@@ -291,7 +323,7 @@ export const useChatStore = defineStore('chat', () => {
     try {
       await client().request({
         type: 'chat_queue',
-        item: { action: 'edit_resend', conversationId: id, messageId, clientRequestId, text: input.text, ...(input.attachments?.length ? { attachments: input.attachments } : {}), ...runFields() },
+        item: { action: 'edit_resend', conversationId: id, messageId, clientRequestId, text: input.text, ...wireAttachments(input), ...runFields() },
       });
     } catch (err) {
       s.messages = before;
@@ -307,6 +339,40 @@ export const useChatStore = defineStore('chat', () => {
     const last = [...s.messages].reverse().find((m) => m.role === 'user' && !isSynthetic(m));
     if (!last) return;
     await editResend(id, last.id, { text: userText(last), attachments: attachmentsOf(last) });
+  }
+
+  /**
+   * Run the last user message again for a new reply (`chat_queue.regenerate`): the server drops
+   * the replies after it and resends it. Until the run echoes the message, it shows as pending.
+   */
+  async function regenerate(id: string): Promise<void> {
+    const s = state(id);
+    const at = s.messages.findLastIndex((m) => m.role === 'user' && !isSynthetic(m));
+    if (at < 0 || s.running) return;
+    const last = s.messages[at]!;
+    const clientRequestId = newId('req');
+    const before = s.messages;
+    const pendingId = `pending-${clientRequestId}`;
+    s.messages = s.messages.slice(0, at);
+    s.pendingUser = { ...last, id: pendingId, meta: { ...last.meta, pending: true } };
+    const { error, editedFiles } = s;
+    s.error = null;
+    s.editedFiles = null;
+    try {
+      await client().request({ type: 'chat_queue', item: { action: 'regenerate', conversationId: id, clientRequestId, ...runFields() } });
+      // The run started; a server that did not echo the message (it kept the stored one) leaves it pending: put it back.
+      if (s.pendingUser?.id === pendingId) {
+        s.pendingUser = null;
+        if (!s.messages.some((m) => m.id === last.id)) s.messages.splice(at, 0, last);
+      }
+    } catch (err) {
+      // Nothing happened: everything as it was (the caller says why it was refused).
+      s.messages = before;
+      if (s.pendingUser?.id === pendingId) s.pendingUser = null;
+      s.error = error;
+      s.editedFiles = editedFiles;
+      throw err;
+    }
   }
 
   /**
@@ -358,5 +424,5 @@ export const useChatStore = defineStore('chat', () => {
     return text ? (text.length > 60 ? `${text.slice(0, 57)}…` : text) : 'New conversation';
   }
 
-  return { states, prefs, titleOf, editRequest, sendError, current, currentKey, state, init, subscribe, leave, forget, send, stop, answerQuestion, editResend, retry, compactNow, dismissCompactionNotice, queueAction, savePrefs, loadOlder };
+  return { states, prefs, titleOf, editRequest, sendError, current, currentKey, state, init, subscribe, leave, forget, send, stop, answerQuestion, approvalsOf, decideApproval, editResend, regenerate, retry, compactNow, dismissCompactionNotice, queueAction, savePrefs, loadOlder };
 });
