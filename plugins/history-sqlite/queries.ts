@@ -143,15 +143,10 @@ export function createHistoryService({ knex: getKnex, store, runtime, track }: S
 
     setTitle: (id: string, title: string) =>
       track(async () => {
-        const knex = await getKnex();
         check(Id, id, 'setTitle', 'id');
         const t = check(Title, title, 'setTitle', 'title');
-        // One conditional statement: a rename that lands while the title was being written wins.
-        const stored =
-          (await knex('conversations')
-            .where({ id })
-            .andWhere((w) => w.whereNull('title').orWhere('title_source', 'auto'))
-            .update({ title: t, title_source: 'auto' })) > 0;
+        // A prepared statement, not knex: a one-shot CLI stores its title on the way out.
+        const stored = store.setAutoTitle(id, t);
         if (stored) changed({ conversationId: id, kind: 'title', title: t, titleSource: 'auto' });
         return stored;
       }),
@@ -181,15 +176,11 @@ export function createHistoryService({ knex: getKnex, store, runtime, track }: S
 
     setConversationMeta: (id: string, patch: JsonObject) =>
       track(async () => {
-        const knex = await getKnex();
         check(Id, id, 'setConversationMeta', 'id');
         const p = check(MetaPatch, patch, 'setConversationMeta', 'patch');
-        // One statement, so two concurrent patches cannot lose each other's keys.
-        const rows = (await knex('conversations')
-          .where({ id })
-          .update({ meta: knex.raw('json_patch(meta, ?)', [JSON.stringify(p)]) })
-          .returning('meta')) as Array<{ meta: string }>;
-        return rows[0] ? parseMeta(rows[0].meta) : undefined;
+        // A prepared statement, not knex: plugins patch meta on a run's path (the memory pin).
+        const meta = store.patchMeta(id, JSON.stringify(p));
+        return meta === undefined ? undefined : parseMeta(meta);
       }),
 
     getUsage: (id: string) =>

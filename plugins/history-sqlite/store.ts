@@ -61,6 +61,8 @@ export class HistoryStore {
   private readonly segmentMessages: Statement<[string], MessageRow>;
   private readonly segmentSummary: Statement<[string], { summary: string | null; checkpoint: string | null; parent_segment_id: string | null }>;
   private readonly segmentCount: Statement<[string], { n: number }>;
+  private readonly metaPatch: Statement<[string, string], { meta: string }>;
+  private readonly autoTitle: Statement<[string, string]>;
   private readonly segmentLast: Statement<[string], { id: string }>;
   private readonly messageAt: Statement<[string, string], { ordinal: number; segment_id: string }>;
   private readonly deleteFrom: Statement<[string, number]>;
@@ -128,6 +130,8 @@ export class HistoryStore {
     );
     this.segmentMessages = db.prepare('SELECT * FROM messages WHERE segment_id = ? ORDER BY ordinal');
     this.segmentSummary = db.prepare('SELECT summary, checkpoint, parent_segment_id FROM segments WHERE id = ?');
+    this.autoTitle = db.prepare("UPDATE conversations SET title = ?, title_source = 'auto' WHERE id = ? AND (title IS NULL OR title_source = 'auto')");
+    this.metaPatch = db.prepare('UPDATE conversations SET meta = json_patch(meta, ?) WHERE id = ? RETURNING meta');
     this.segmentCount = db.prepare('SELECT COUNT(*) AS n FROM messages WHERE segment_id = ?');
     this.segmentLast = db.prepare('SELECT id FROM messages WHERE segment_id = ? ORDER BY ordinal DESC LIMIT 1');
     this.messageAt = db.prepare('SELECT ordinal, segment_id FROM messages WHERE conversation_id = ? AND id = ?');
@@ -226,6 +230,18 @@ export class HistoryStore {
     this.releaseSeq.run({ id: info.conversationId, lastSeq: info.lastSeq, now: Date.now() });
   }
 
+
+  /** Store a generated title unless the user renamed the conversation (one statement: a rename landing meanwhile wins). */
+  setAutoTitle(conversationId: string, title: string): boolean {
+    this.assertOpen();
+    return this.autoTitle.run(title, conversationId).changes > 0;
+  }
+
+  /** Merge a JSON patch into a conversation's meta in one statement (two patches cannot lose each other's keys). */
+  patchMeta(conversationId: string, patch: string): string | undefined {
+    this.assertOpen();
+    return this.metaPatch.get(patch, conversationId)?.meta;
+  }
 
   /** A conversation's row, segments and messages (all, or one page), read in one go; undefined when unknown. */
   conversationDetail(conversationId: string, page: { limit?: number; before?: number }) {

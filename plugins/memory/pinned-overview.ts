@@ -46,7 +46,8 @@ export class OverviewPins {
     if (known) return this.remember(conversationId, known);
     const pinned = current.map(({ path, size, firstLine }) => ({ path, size, firstLine }));
     this.remember(conversationId, pinned);
-    await this.store()
+    // Not awaited: the request needs only the pin in hand; the store keeps it for later runs.
+    void this.store()
       ?.setConversationMeta(conversationId, { [META_KEY]: { files: pinned } as unknown as JsonObject })
       .catch((err: unknown) => this.logger.warn(`cannot store the memory overview of conversation ${conversationId}: ${(err as Error)?.message ?? String(err)}`));
     return pinned;
