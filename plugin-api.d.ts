@@ -445,7 +445,7 @@ export interface RuntimeSettings {
   afterTurnTimeoutMs?: number;
   /** `turnEnd` calls one plugin may have in flight; later ones wait their turn (default 4). */
   afterTurnConcurrency?: number;
-  /** Messages kept in memory (across the last 8 conversations that completed a run) for their next turn to go on from; default 20000, 0 keeps none. */
+  /** Messages kept in memory (across the last 4 conversations that completed a run) for their next turn to go on from; default 5000, 0 keeps none. */
   heldWindowMessages?: number;
 }
 

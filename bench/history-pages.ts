@@ -65,8 +65,18 @@ export async function benchHistoryPages(messages = 10_000) {
       const c = await history.getConversation(id);
       if (c?.messages.length !== messages) throw new Error('bad full open');
     }, 9);
+    // Turn start: the store's load of the window, as a run does it, with and without the window
+    // the kernel still holds from the last run (SessionInfo.held: the store then skips the read).
+    const snapshot = (await hooks.loadHistory.promise(info))!;
+    const held = { stamp: snapshot.stamp ?? '', count: snapshot.messages.length, lastMessageId: snapshot.messages.at(-1)!.id };
+    const reloadMs = await timeAsync(async () => {
+      if ((await hooks.loadHistory.promise(info))?.messages.length !== messages) throw new Error('bad load');
+    }, 9);
+    const heldMs = await timeAsync(async () => {
+      if (!(await hooks.loadHistory.promise({ ...info, held }))?.unchanged) throw new Error('the held window was not recognized');
+    }, 51);
     db.close();
-    return { messages, pageMs, pageFloor, pageRatio: pageMs / pageFloor, fullMs, fullFloor, fullRatio: fullMs / fullFloor };
+    return { messages, pageMs, pageFloor, pageRatio: pageMs / pageFloor, fullMs, fullFloor, fullRatio: fullMs / fullFloor, reloadMs, heldMs };
   } finally {
     await kernel.shutdown();
     fs.rmSync(home, { recursive: true, force: true });

@@ -40,10 +40,13 @@ async function main() {
           console.log(`${format.padEnd(18)} ${String(n).padStart(6)} ${fmt(r.rawMs, 0).padStart(8)} ${fmt(r.pipelineMs, 0).padStart(12)} ${fmt(r.ratio).padStart(6)} ${fmt(r.perDeltaUs).padStart(9)}`);
         }
         const [a, b] = rows;
-        const growth = b!.perDeltaUs / a!.perDeltaUs;
+        // Our per-delta growth beyond the SDK's own: an SDK whose cost per delta grows with the
+        // stream (Gemini's does, ~1.3x from 5k to 50k) is the floor, not ours to fix.
+        const rawGrowth = (b!.rawMs / N) / (a!.rawMs / small);
+        const growth = b!.perDeltaUs / a!.perDeltaUs / Math.max(1, rawGrowth);
         const ok = b!.ratio <= 1.5 && growth <= 1.2;
         if (!ok) failed = true;
-        console.log(`${format.padEnd(18)} CPU ratio at ${N}: ${fmt(b!.ratio)} (target <= 1.5); per-delta cost ${N} vs ${small}: ${fmt(growth)}x (target <= 1.2) ${ok ? 'OK' : 'OVER TARGET'}`);
+        console.log(`${format.padEnd(18)} CPU ratio at ${N}: ${fmt(b!.ratio)} (target <= 1.5); per-delta cost ${N} vs ${small}, beyond the raw SDK's own growth (${fmt(rawGrowth)}x): ${fmt(growth)}x (target <= 1.2) ${ok ? 'OK' : 'OVER TARGET'}`);
       }
     } finally {
       server.close();
@@ -123,6 +126,7 @@ async function main() {
     console.log(`\nHistory reads of a ${r.messages}-message conversation through the history service vs a prepared SELECT + JSON.parse of the same rows (medians)`);
     console.log(`  newest 100: ${fmt(r.pageMs, 2)} ms vs ${fmt(r.pageFloor, 2)} ms: ratio ${fmt(r.pageRatio)} (target <= 1.5) ${pageOk ? 'OK' : 'OVER TARGET'}`);
     console.log(`  all ${r.messages}: ${fmt(r.fullMs, 1)} ms vs ${fmt(r.fullFloor, 1)} ms: ratio ${fmt(r.fullRatio)} (target <= 1.5) ${fullOk ? 'OK' : 'OVER TARGET'}`);
+    console.log(`  turn start's load: ${fmt(r.heldMs, 2)} ms with the window the session holds (the store finds it unchanged) vs ${fmt(r.reloadMs, 1)} ms reading it again (for reference)`);
   }
   if (want('compaction')) {
     const { benchCompactionDecision } = await import('./compaction-decision.js');

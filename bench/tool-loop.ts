@@ -53,7 +53,9 @@ export async function benchToolLoop(server: Awaited<ReturnType<typeof startBench
   const kernel = await createKernel({
     home,
     builtins: [anthropic, history, noopTool],
-    settings: { providers: { claude_code: { apiKey: KEY, baseUrl: server.url } }, runtime: { maxRounds: rounds + 10, retryMaxAttempts: 1 } },
+    // The held-window cache is off: it keeps each loop's conversation for its next turn (a bounded
+    // cache, runtime.heldWindowMessages), which would read here as memory kept per round.
+    settings: { providers: { claude_code: { apiKey: KEY, baseUrl: server.url } }, runtime: { maxRounds: rounds + 10, retryMaxAttempts: 1, heldWindowMessages: 0 } },
     thirdParty: false,
   });
   const pipeline = async () => {

@@ -56,13 +56,27 @@ export class ToolRegistry {
     }
     const existing = this.entries.get(tool.name);
     if (existing) throw new PluginError(plugin, `plugin "${plugin}" registered tool "${tool.name}", which plugin "${existing.plugin}" already registered`);
-    let spec: ToolSpec;
-    try {
-      spec = { name: tool.name, description: tool.description, inputSchema: jsonSchemaFor(tool) };
-    } catch (err) {
-      throw new PluginError(plugin, `plugin "${plugin}": ${(err as Error).message}`);
+    const params = tool.parameters as unknown;
+    if (!tool.jsonSchema && !(params && typeof params === 'object' && '_zod' in params)) {
+      throw new PluginError(plugin, `plugin "${plugin}": tool "${tool.name}": parameters is not a zod schema, so jsonSchema must be given`);
     }
-    const entry = { tool, plugin, spec };
+    // Converted on first use (the first request that offers the tool): zod's JSON Schema
+    // conversion is the larger part of a tool's registration, and boot pays it for every tool.
+    let spec: ToolSpec | undefined;
+    const entry: ToolEntry = {
+      tool,
+      plugin,
+      get spec() {
+        if (!spec) {
+          try {
+            spec = { name: tool.name, description: tool.description, inputSchema: jsonSchemaFor(tool) };
+          } catch (err) {
+            throw new PluginError(plugin, `plugin "${plugin}": ${(err as Error).message}`);
+          }
+        }
+        return spec;
+      },
+    };
     this.entries.set(tool.name, entry);
     this.changed();
     return {

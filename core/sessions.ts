@@ -19,8 +19,8 @@ const RECENT_REQUESTS = 1024;
 /** Idle sessions of persisted conversations kept in memory (a hot cache, not state). */
 const IDLE_SESSIONS = 64;
 /** Held windows (Session.held): at most this many sessions, and `runtime.heldWindowMessages` messages in all. */
-const HELD_SESSIONS = 8;
-const HELD_MESSAGES = 20_000;
+const HELD_SESSIONS = 4;
+const HELD_MESSAGES = 5_000;
 
 export class Session {
   lastSeq = 0;

@@ -114,9 +114,21 @@ function sideOf(img: ImageBlock): number | undefined {
   return dims ? Math.max(dims.width, dims.height) : undefined;
 }
 
+/** Whether a message carries media, remembered per message: a tool loop's history is scanned every round. */
+const carriesMedia = new WeakMap<Message, boolean>();
+function hasMedia(msg: Message): boolean {
+  let has = carriesMedia.get(msg);
+  if (has === undefined) {
+    has = msg.content.some((block) => block.type === 'image' || block.type === 'document' || (block.type === 'tool_result' && block.content.some((c) => c.type === 'image')));
+    carriesMedia.set(msg, has);
+  }
+  return has;
+}
+
 function itemsOf(messages: Message[]): Item[] {
   const out: Item[] = [];
   messages.forEach((msg, m) => {
+    if (!hasMedia(msg)) return;
     msg.content.forEach((block, b) => {
       if ((block.type === 'image' || block.type === 'document') && (block.data || block.type === 'document')) out.push({ m, b, block });
       else if (block.type === 'tool_result') block.content.forEach((c, ci) => c.type === 'image' && c.data && out.push({ m, b, c: ci, block: c }));

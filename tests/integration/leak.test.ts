@@ -35,7 +35,7 @@ describe('no memory retained over time', () => {
       return r.conversationId;
     };
     // The window a completed run ended with is held for the next turn (a bounded cache: at most
-    // heldWindowMessages messages across the last 8 conversations); the 1800-message one here is
+    // heldWindowMessages messages across the last 4 conversations); the 1800-message one here is
     // over that cap, so what stays after its loop is only what would be a leak.
     const id = await loop(undefined, 300); // warm up: JIT, prepared statements, caches
     const before = heap();
