@@ -39,7 +39,8 @@ export interface ExtractorDeps {
   /** A failure that is not the model's (the list cannot be written). */
   reportFailure(message: string): void;
   /** New proposals reached the list (the WebUI shows an indicator). */
-  proposed?(added: MemoryProposal[]): void;
+  /** `agentDev`: a turn of the batch ran in agent-dev mode (its clients show what was extracted). */
+  proposed?(added: MemoryProposal[], info: { conversationId: string; agentDev: boolean }): void;
 }
 
 interface Turn {
@@ -54,6 +55,8 @@ interface Batch {
   provider: string;
   model: string;
   workdir: string;
+  /** A turn of the batch ran in agent-dev mode. */
+  agentDev?: boolean;
   timer?: NodeJS.Timeout;
 }
 
@@ -101,7 +104,7 @@ export class Extractor {
     }
     const assistantText = result.messages.filter((m) => m.role === 'assistant').map(textOf).join('\n').trim();
     const batch = this.batches.get(conv) ?? { turns: [], provider: run.provider, model: run.model, workdir: run.workdir };
-    Object.assign(batch, { provider: run.provider, model: run.model, workdir: run.workdir });
+    Object.assign(batch, { provider: run.provider, model: run.model, workdir: run.workdir, agentDev: batch.agentDev || run.mode === 'agent-dev' });
     batch.turns = [...batch.turns, { runId: result.runId, userText: user.text, userMessageId: user.id, assistantText }].slice(-MAX_TURNS);
     this.batches.set(conv, batch);
     this.arm(conv);
@@ -197,7 +200,7 @@ export class Extractor {
       const added = await this.d.list.add(items);
       if (added.length) {
         this.d.logger.info(`proposed ${added.length} memories for review from conversation ${conv}`);
-        this.d.proposed?.(added);
+        this.d.proposed?.(added, { conversationId: conv, agentDev: !!batch.agentDev });
       }
     } catch (err) {
       this.d.reportFailure(`cannot write the unreviewed memory list: ${(err as Error)?.message ?? String(err)}`);

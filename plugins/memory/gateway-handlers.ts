@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import type { Disposable, PluginContext } from '../../plugin-api.js';
-import type { MemoryService } from './service.js';
+import type { MemoryChange, MemoryService } from './service.js';
 
 /** What the gateway service offers plugins (the subset used here). */
 interface GatewayExtensionPoint {
@@ -103,15 +103,19 @@ export function registerGatewayHandlers(ctx: PluginContext, service: MemoryServi
   // An accept writes a file and shortens the list: one broadcast, which says how many wait.
   let pending: NodeJS.Timeout | undefined;
   let proposed = 0;
+  let extracted: NonNullable<MemoryChange['extracted']>[] = [];
   const sub = service.onChange((change) => {
     proposed += change.proposed ?? 0;
+    if (change.extracted) extracted.push(change.extracted);
     if (pending) return;
     pending = setTimeout(() => {
       pending = undefined;
       const added = proposed;
+      const shown = extracted;
       proposed = 0;
+      extracted = [];
       service.unreviewed().then(
-        (items) => gw.broadcast('memory.changed', { unreviewed: items.length, ...(added ? { proposed: added } : {}) }),
+        (items) => gw.broadcast('memory.changed', { unreviewed: items.length, ...(added ? { proposed: added } : {}), ...(shown.length ? { extracted: shown } : {}) }),
         (err) => ctx.logger.warn(`reading the unreviewed memories for the gateway failed: ${(err as Error).message}`),
       );
     }, 30);

@@ -108,7 +108,13 @@ export default definePlugin({
       list,
       files: (workdir) => listAll({ home, workdir }),
       reportFailure: (message) => ctx.reportFailure(message),
-      proposed: (added) => changes.emit({ kind: 'unreviewed', proposed: added.length }),
+      proposed: (added, info) =>
+        changes.emit({
+          kind: 'unreviewed',
+          proposed: added.length,
+          // agent-dev shows what was extracted (the spec's "silent-memory detail shown").
+          ...(info.agentDev ? { extracted: { conversationId: info.conversationId, items: added.map((a) => ({ id: a.id, text: a.text, scope: a.scope, ...(a.file ? { file: a.file } : {}) })) } } : {}),
+        }),
     });
     ctx.sessionHooks.saveUserMessage.tap((message, session) => {
       extractor.userMessage(message, session);

@@ -45,6 +45,8 @@ export interface MemoryChange {
   /** The file written or deleted (files), the proposals added (unreviewed, from extraction). */
   path?: string;
   proposed?: number;
+  /** What extraction proposed, for a conversation that ran in agent-dev mode (its clients show it). */
+  extracted?: { conversationId: string; items: Array<{ id: string; text: string; scope: string; file?: string }> };
 }
 
 /** Who tells the service's listeners (index.ts also feeds it the tool's edits and extraction). */

@@ -161,6 +161,11 @@ export function createModel(opts: { workdir: string; gatesDir: string }): { scri
       const prompt = (req.body?.messages ?? []).map((m: WireMessage) => blocksOf(m).map((b) => b.text ?? '').join('\n')).join('\n');
       return reply({ text: summaryReply(prompt) });
     }
+    // Silent memory extraction (the memory plugin's side request): one proposal from what the user said.
+    if (JSON.stringify(req.body?.system ?? '').includes('You curate the long-term memory of an AI assistant.')) {
+      const said = /remember that ([^."\\]+)/i.exec(JSON.stringify(req.body?.messages ?? []))?.[1];
+      return reply({ text: JSON.stringify({ memories: said ? [{ text: `The user says ${said}`, scope: 'user', file: 'preferences.md' }] : [] }) });
+    }
     const sse = (o: AnthropicReplyOptions, delayMs?: number) => ({ kind: 'sse' as const, events: reply(o), ...(delayMs ? { delayMs } : {}) });
     switch (cmd) {
       case '/slow':

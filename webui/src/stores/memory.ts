@@ -34,6 +34,15 @@ export interface MemoryProposal {
   createdAt: number;
 }
 
+/** What extraction proposed after an agent-dev turn (the `extracted` of a `memory.changed`). */
+export interface Extraction {
+  conversationId: string;
+  items: Array<{ id: string; text: string; scope: string; file?: string }>;
+}
+
+/** Conversations whose latest extraction is kept for display (the newest win). */
+const MAX_EXTRACTIONS = 20;
+
 interface Listing {
   workdir: string;
   files: MemoryFile[];
@@ -59,6 +68,8 @@ export const useMemoryStore = defineStore('memory', () => {
   const loadError = ref<string | null>(null);
   /** Proposals being accepted or dismissed (their buttons are disabled meanwhile). */
   const busy = ref(new Set<string>());
+  /** The latest extraction per conversation, from agent-dev turns: the chat shows it under the transcript. */
+  const extractions = ref(new Map<string, Extraction>());
   let seq = 0;
 
   const userFiles = computed(() => (files.value ?? []).filter((f) => f.scope === 'user'));
@@ -70,7 +81,19 @@ export const useMemoryStore = defineStore('memory', () => {
   function init(): void {
     const c = client();
     c.on('extension', (m) => {
-      if (m.name === 'memory.changed') void load();
+      if (m.name !== 'memory.changed') return;
+      const shown = (m.data as { extracted?: Extraction[] } | undefined)?.extracted;
+      if (Array.isArray(shown) && shown.length) {
+        const next = new Map(extractions.value);
+        for (const e of shown) {
+          if (!e || typeof e.conversationId !== 'string' || !Array.isArray(e.items)) continue;
+          next.delete(e.conversationId);
+          next.set(e.conversationId, e);
+        }
+        while (next.size > MAX_EXTRACTIONS) next.delete(next.keys().next().value!);
+        extractions.value = next;
+      }
+      void load();
     });
     c.onStatus((s) => {
       if (s.state === 'open') void load();
@@ -121,5 +144,11 @@ export const useMemoryStore = defineStore('memory', () => {
     }
   }
 
-  return { files, unreviewed, workdir, loadError, busy, userFiles, projectFiles, hasUnreviewed, init, load, read, write, remove, accept: (id: string) => review(id, 'accept'), dismiss: (id: string) => review(id, 'dismiss') };
+  function dismissExtraction(conversationId: string): void {
+    const next = new Map(extractions.value);
+    next.delete(conversationId);
+    extractions.value = next;
+  }
+
+  return { extractions, dismissExtraction, files, unreviewed, workdir, loadError, busy, userFiles, projectFiles, hasUnreviewed, init, load, read, write, remove, accept: (id: string) => review(id, 'accept'), dismiss: (id: string) => review(id, 'dismiss') };
 });
