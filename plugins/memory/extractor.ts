@@ -11,7 +11,8 @@
  *  - a short user text or a greeting is not worth a model call;
  *  - `idleMs` of quiet after a turn first: a quick follow-up restarts the wait, and the turns
  *    are read together (one call instead of one per turn). A host that stops before the wait
- *    is over skips them (so a one-shot `liveagent chat` extracts only with `idleMs: 0`);
+ *    is over (a one-shot `liveagent chat`), or while an extraction is still in flight, hands the
+ *    turns to the next host on the same home (handoff.ts), which extracts them at its start;
  *  - at most one extraction in flight per conversation, and `spacingMs` between two starts;
  *  - `timeoutMs` bounds the model call.
  */
@@ -21,6 +22,7 @@ import type { MemoryFileInfo } from './files.js';
 import { redactSecrets } from './redact.js';
 import type { MemorySettings } from './settings.js';
 import type { MemoryProposal, UnreviewedList } from './unreviewed.js';
+import type { ExtractionHandoff, HandoffBatch } from './handoff.js';
 
 /** Turns read together at most (the oldest drop out). */
 const MAX_TURNS = 6;
@@ -41,6 +43,8 @@ export interface ExtractorDeps {
   /** New proposals reached the list (the WebUI shows an indicator). */
   /** `agentDev`: a turn of the batch ran in agent-dev mode (its clients show what was extracted). */
   proposed?(added: MemoryProposal[], info: { conversationId: string; agentDev: boolean }): void;
+  /** Where turns still waiting at shutdown go, and where a start finds those an earlier host left. */
+  handoff?: ExtractionHandoff;
 }
 
 interface Turn {
@@ -71,6 +75,8 @@ export class Extractor {
   private readonly controllers = new Set<AbortController>();
   private idleWaiters: Array<() => void> = [];
   private stopped = false;
+  /** Batches whose extraction the shutdown aborted: handed off with the waiting ones. */
+  private readonly unfinished: Array<{ conv: string; batch: Batch }> = [];
 
   constructor(private readonly d: ExtractorDeps) {}
 
@@ -136,7 +142,11 @@ export class Extractor {
     this.batches.delete(conv);
     this.lastStart.set(conv, Date.now());
     const job = this.extract(conv, batch)
-      .catch((err: unknown) => this.d.logger.warn(`memory extraction for conversation ${conv} failed: ${(err as Error)?.message ?? String(err)}`))
+      .catch((err: unknown) => {
+        // Cut short by the host stopping: the next host reads these turns again.
+        if (this.stopped) return void this.unfinished.push({ conv, batch });
+        this.d.logger.warn(`memory extraction for conversation ${conv} failed: ${(err as Error)?.message ?? String(err)}`);
+      })
       .finally(() => {
         this.inflight.delete(conv);
         this.arm(conv);
@@ -231,6 +241,7 @@ export class Extractor {
   async shutdown(): Promise<void> {
     this.stopped = true;
     for (const b of this.batches.values()) if (b.timer) clearTimeout(b.timer);
+    const waiting = [...this.batches].map(([conv, batch]) => ({ conv, batch }));
     this.batches.clear();
     const all = Promise.allSettled([...this.inflight.values()]);
     let timer: NodeJS.Timeout | undefined;
@@ -239,6 +250,31 @@ export class Extractor {
     clearTimeout(timer);
     for (const c of this.controllers) c.abort();
     await all;
+    const left = [...waiting, ...this.unfinished.splice(0)];
+    if (left.length && this.d.handoff) {
+      const now = Date.now();
+      await this.d.handoff.save(left.map(({ conv, batch }): HandoffBatch => ({ conversationId: conv, turns: batch.turns, provider: batch.provider, model: batch.model, workdir: batch.workdir, ...(batch.agentDev ? { agentDev: true } : {}), savedAt: now })));
+    }
     this.notifyIfIdle();
+  }
+
+  /** Take the turns earlier hosts left and extract them now, in the background. */
+  async resume(): Promise<number> {
+    const s = this.d.settings();
+    if (!this.d.handoff || !s.enabled || !s.autoExtract || this.stopped) return 0;
+    const claimed = await this.d.handoff.claim();
+    for (const b of claimed) {
+      if (this.stopped) break;
+      const known = this.batches.get(b.conversationId);
+      const batch: Batch = known ?? { turns: [], provider: b.provider, model: b.model, workdir: b.workdir };
+      batch.turns = [...b.turns, ...batch.turns].slice(-MAX_TURNS);
+      if (b.agentDev) batch.agentDev = true;
+      this.batches.set(b.conversationId, batch);
+      if (batch.timer) clearTimeout(batch.timer);
+      delete batch.timer;
+      // They waited long enough: no quiet time again (a one-shot CLI would never see it end).
+      this.fire(b.conversationId);
+    }
+    return claimed.length;
   }
 }

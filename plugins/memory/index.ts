@@ -17,6 +17,7 @@
 import type { RequestContext, SystemPart } from '../../plugin-api.js';
 import { definePlugin, MessageStages, SystemPromptStages } from '../../core/define-plugin.js';
 import { Extractor } from './extractor.js';
+import { ExtractionHandoff } from './handoff.js';
 import { listAll } from './files.js';
 import { overviewText } from './overview.js';
 import { memoryUpdateText, OverviewPins, UpdateAttacher, type MetaStore } from './pinned-overview.js';
@@ -108,6 +109,7 @@ export default definePlugin({
       list,
       files: (workdir) => listAll({ home, workdir }),
       reportFailure: (message) => ctx.reportFailure(message),
+      handoff: new ExtractionHandoff(userRoot(home), (message) => ctx.logger.warn(message)),
       proposed: (added, info) =>
         changes.emit({
           kind: 'unreviewed',
@@ -124,6 +126,10 @@ export default definePlugin({
       extractor.turnEnded(result, session);
     });
     ctx.hooks.shutdown.tap(() => extractor.shutdown());
+    // Turns an earlier host stopped before extracting (a one-shot CLI's) are read now.
+    ctx.hooks.ready.tap(() => {
+      void extractor.resume().catch((err: unknown) => ctx.logger.warn(`resuming memory extraction failed: ${(err as Error)?.message ?? String(err)}`));
+    });
 
     const service = createMemoryService(store, list, home, () => extractor.whenIdle(), changes);
     ctx.provide(MEMORY_SERVICE, service);
