@@ -22,6 +22,7 @@ export const systemOf = (b: Body) => (typeof b.system === 'string' ? b.system : 
 // The last text block: the provider merges a user turn that follows a failed (empty) reply into the one before.
 const textOf = (c: Body['messages'][number]['content']) => (typeof c === 'string' ? c : (c.filter((x) => x.type === 'text').at(-1)?.text ?? ''));
 export const isSummaryRequest = (r: RecordedRequest) => systemOf(r.body).includes('You write context checkpoints');
+const isSideRequest = (r: RecordedRequest) => systemOf(r.body).includes('You curate the long-term memory of an AI assistant.') || systemOf(r.body).includes('You name chat conversations.');
 export const lastUserText = (b: Body) => textOf([...b.messages].reverse().find((m) => m.role === 'user')!.content);
 
 /** What the summarizer answers: every section, naming each path and command it was shown. */
@@ -100,7 +101,8 @@ export async function startHarness(script: ModelScript = {}, extra: Settings = {
     get kernel() {
       return kernel;
     },
-    chatRequests: () => mock.requests.filter((r) => !isSummaryRequest(r)),
+    // Side requests (summaries, and the memory extraction a reopened kernel resumes) are not chat rounds.
+    chatRequests: () => mock.requests.filter((r) => !isSummaryRequest(r) && !isSideRequest(r)),
     summaryRequests: () => mock.requests.filter(isSummaryRequest),
     async send(text, conversationId, mode = 'text') {
       const run = kernel.runtime.startRun({ input: [{ type: 'text', text }], mode, ...(conversationId ? { conversationId } : {}), ...(workdir ? { workdir } : {}) });
