@@ -12,6 +12,7 @@
  *   webSearch                true, or { maxUses }: offer the native web_search server tool
  *   cache                    prompt-cache breakpoints (default true)
  *   timeoutMs                SDK request timeout (default the SDK's 10 minutes)
+ *   maxPauseContinuations    follow-up requests for a reply the API paused (pause_turn; default 5)
  * A custom entry takes id, name, baseUrl, apiKey / apiKeyEnv, defaultModel, models, and the
  * same request options.
  */

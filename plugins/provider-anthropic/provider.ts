@@ -14,7 +14,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type { Logger, ModelInfo, Provider, ProviderEvent, ProviderRequest, ProviderStream, Settings } from '../../plugin-api.js';
 import { CLAUDE_MODELS, DEFAULT_MODEL } from './models.js';
 import { buildAnthropicRequest } from './request.js';
-import { DEFAULT_BASE_URL, parseRequestOptions, withRequestOptions, type AnthropicConfig, type ConfigResult } from './settings.js';
+import { DEFAULT_BASE_URL, DEFAULT_MAX_PAUSE_CONTINUATIONS, parseRequestOptions, withRequestOptions, type AnthropicConfig, type ConfigResult } from './settings.js';
 import { AnthropicStreamTranslator } from './stream-events.js';
 
 type Sdk = typeof import('@anthropic-ai/sdk');
@@ -39,6 +39,8 @@ export interface AnthropicProviderOptions {
   webSearch?: boolean | { maxUses?: number };
   cache?: boolean;
   timeoutMs?: number;
+  /** How many times one reply paused by the API (`pause_turn`) is continued (default 5). */
+  maxPauseContinuations?: number;
   /**
    * Live configuration, read at every stream (and by `isConfigured`, with the settings it is
    * given). The plugin passes one that reads the settings store, so changes apply at once.
@@ -60,6 +62,7 @@ function staticConfig(o: AnthropicProviderOptions): ConfigResult {
   if (o.maxOutputTokens !== undefined) config.maxOutputTokens = o.maxOutputTokens;
   if (o.webSearch) config.webSearch = o.webSearch === true ? {} : o.webSearch;
   if (o.timeoutMs !== undefined) config.timeoutMs = o.timeoutMs;
+  if (o.maxPauseContinuations !== undefined) config.maxPauseContinuations = o.maxPauseContinuations;
   return { ok: true, config };
 }
 
@@ -92,8 +95,14 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
     return client;
   }
 
+  /** The request as sent, kept for `pause_turn` continuations. */
+  interface Sent {
+    client: Client;
+    body: ReturnType<typeof buildAnthropicRequest>;
+  }
+
   /** Resolve settings, build the body and open the raw stream; undefined when `t` already holds the error. */
-  async function open(request: ProviderRequest, signal: AbortSignal, t: AnthropicStreamTranslator): Promise<AsyncIterable<unknown> | undefined> {
+  async function open(request: ProviderRequest, signal: AbortSignal, t: AnthropicStreamTranslator, sent: { value?: Sent }): Promise<AsyncIterable<unknown> | undefined> {
     const resolved = resolve();
     if (!resolved.ok) return void t.error({ code: 'config', message: resolved.error, retryable: false });
     if (!resolved.config.apiKey && !resolved.config.keyless) {
@@ -105,13 +114,35 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
     const cfg = withRequestOptions(resolved.config, overrides.value);
     const body = buildAnthropicRequest(request, cfg, id, models);
     const client = await clientFor(cfg);
+    sent.value = { client, body };
+    t.maxContinuations = cfg.maxPauseContinuations ?? DEFAULT_MAX_PAUSE_CONTINUATIONS;
     // Our body is the wire JSON (raw round-trip blocks included), looser than the SDK's param types.
     return client.messages.create(body as unknown as Anthropic.MessageCreateParamsStreaming, { signal });
   }
 
+  /**
+   * A `pause_turn` reply goes on in the same stream: the documented follow-up request (the
+   * paused content appended as the last assistant message) is sent, and its blocks continue
+   * this round's indices, so the kernel sees one reply.
+   */
+  function resume(t: AnthropicStreamTranslator, signal: AbortSignal, sent: { value?: Sent }): Promise<AsyncIterable<unknown>> | undefined {
+    const s = sent.value;
+    if (!t.paused || !s || signal.aborted) return undefined;
+    t.resume();
+    log?.debug(`provider "${id}": the API paused the turn (pause_turn); continuing it`);
+    const body = t.continuationBody(s.body);
+    return s.client.messages.create(body as unknown as Anthropic.MessageCreateParamsStreaming, { signal });
+  }
+
   function stream(request: ProviderRequest, signal: AbortSignal): ProviderStream {
     const t = new AnthropicStreamTranslator(id);
-    return new TranslatedStream(() => open(request, signal, t), t, { end: () => t.end(signal.aborted), fail: (err) => t.fail(err, signal.aborted), retryMaxDelayMs });
+    const sent: { value?: Sent } = {};
+    return new TranslatedStream(() => open(request, signal, t, sent), t, {
+      end: () => t.end(signal.aborted),
+      fail: (err) => t.fail(err, signal.aborted),
+      retryMaxDelayMs,
+      resume: () => resume(t, signal, sent),
+    });
   }
 
   return {

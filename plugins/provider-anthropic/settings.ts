@@ -13,6 +13,7 @@ import { isUrl, parseOnce } from '../provider-shared/parse-once.js';
 
 export const CLAUDE_CODE_ID = 'claude_code';
 export const DEFAULT_BASE_URL = 'https://api.anthropic.com';
+export const DEFAULT_MAX_PAUSE_CONTINUATIONS = 5;
 const ENV = { key: 'ANTHROPIC_API_KEY', baseUrl: 'ANTHROPIC_BASE_URL' } as const;
 
 const WebSearchSchema = z.union([z.boolean(), z.object({ maxUses: z.number().int().min(1).optional() }).strict()]);
@@ -24,6 +25,8 @@ const RequestOptionsShape = {
   webSearch: WebSearchSchema.optional(),
   cache: z.boolean().optional(),
   timeoutMs: z.number().int().min(1).optional(),
+  /** How many times one reply the API paused (`pause_turn`, a long server-tool turn) is continued; 0: never. */
+  maxPauseContinuations: z.number().int().min(0).max(100).optional(),
 };
 
 export const RequestOptionsSchema = z.object(RequestOptionsShape);
@@ -54,6 +57,7 @@ export interface AnthropicConfig {
   webSearch?: { maxUses?: number };
   cache: boolean;
   timeoutMs?: number;
+  maxPauseContinuations?: number;
 }
 
 export type ConfigResult = { ok: true; config: AnthropicConfig } | { ok: false; error: string };
@@ -87,6 +91,7 @@ function requestOptions(v: RequestOptions): Omit<AnthropicConfig, 'baseUrl' | 'a
   const ws = webSearchOf(v.webSearch);
   if (ws) out.webSearch = ws;
   if (v.timeoutMs !== undefined) out.timeoutMs = v.timeoutMs;
+  if (v.maxPauseContinuations !== undefined) out.maxPauseContinuations = v.maxPauseContinuations;
   return out;
 }
 
@@ -144,6 +149,7 @@ export function withRequestOptions(cfg: AnthropicConfig, o: RequestOptions): Ant
   if (o.thinkingBudget !== undefined) out.thinkingBudget = o.thinkingBudget;
   if (o.maxOutputTokens !== undefined) out.maxOutputTokens = o.maxOutputTokens;
   if (o.cache !== undefined) out.cache = o.cache;
+  if (o.maxPauseContinuations !== undefined) out.maxPauseContinuations = o.maxPauseContinuations;
   if (o.webSearch !== undefined) {
     const ws = webSearchOf(o.webSearch);
     if (ws) out.webSearch = ws;

@@ -30,20 +30,21 @@ interface RawUsage {
 }
 
 type Slot =
-  | { kind: 'text'; out: number; parts: string[]; citations?: Citation[] }
+  | { kind: 'text'; out: number; parts: string[]; citations?: Citation[]; rawCitations?: Raw[] }
   | { kind: 'thinking'; out: number; parts: string[]; signature?: string }
   | { kind: 'redacted'; out: number; data: string }
   | { kind: 'tool'; out: number; parts: string[]; id: string; name: string; initial?: Raw }
   | { kind: 'search'; out: number; parts: string[]; raw: Raw }
   | { kind: 'search_result'; raw: Raw }
-  | { kind: 'ignored' };
+  /** A block we do not show (another server tool, a future type): kept only to send back on a continuation. */
+  | { kind: 'ignored'; raw?: Raw; parts?: string[] };
 
 const STOP_REASONS: Record<string, StopReason> = {
   end_turn: 'end',
   stop_sequence: 'end',
-  // The kernel has no continuation for a paused server-tool turn: the round ends here, and the
-  // pending server_tool_use travels back in the hosted_search block's providerData.
-  pause_turn: 'end',
+  // Continued inside the stream (see `finish`); a turn still paused past the limit is an
+  // incomplete reply, as at max_tokens.
+  pause_turn: 'max_tokens',
   tool_use: 'tool_use',
   max_tokens: 'max_tokens',
   model_context_window_exceeded: 'max_tokens',
@@ -52,6 +53,12 @@ const STOP_REASONS: Record<string, StopReason> = {
 
 export function mapStopReason(reason: string | null | undefined): StopReason {
   return (reason && STOP_REASONS[reason]) || 'end';
+}
+
+/** A server tool's streamed input, as sent back; a fragment that does not parse goes back empty. */
+function parseLoose(json: string): unknown {
+  const parsed = parseToolInput(json);
+  return parsed.ok ? parsed.value : {};
 }
 
 function citationOf(c: Raw): Citation | undefined {
@@ -80,8 +87,44 @@ export class AnthropicStreamTranslator {
   private usageSent = false;
   private stopReason: string | null | undefined;
   private responseId: string | undefined;
+  /**
+   * The wire content of this reply so far, across paused responses: what a `pause_turn`
+   * continuation sends back as the last assistant message. Built at block stops, off the delta path.
+   */
+  private wire: Raw[] = [];
+  private continuations = 0;
+  /** output_tokens of the paused responses before the current one (the reply's output is their sum). */
+  private priorOutput = 0;
+  /** True after a paused response that is to be continued: the stream opens `continuationBody`. */
+  paused = false;
+  /** The code-execution container of the turn, which a continuation must name. */
+  container: string | undefined;
+
+  /** How many `pause_turn` continuations this reply may make (0: none, the turn ends paused); set once the request is built. */
+  maxContinuations = 0;
 
   constructor(private readonly providerId: string) {}
+
+  /**
+   * The documented continuation: the same request with this reply's content so far appended as
+   * the last assistant message (joined to one already there, a prefill), plus the container.
+   */
+  continuationBody<B extends { messages: Array<{ role: string; content: unknown[] }> }>(body: B): B {
+    const messages = body.messages.slice();
+    const last = messages.at(-1);
+    if (last?.role === 'assistant') messages[messages.length - 1] = { ...last, content: [...last.content, ...this.wire] };
+    else messages.push({ role: 'assistant', content: this.wire.slice() });
+    return { ...body, messages, ...(this.container ? { container: this.container } : {}) };
+  }
+
+  /** The continuation's stream starts: its block indices start at 0 again, ours go on. */
+  resume(): void {
+    this.paused = false;
+    this.slots = [];
+    this.stopReason = undefined;
+    this.startUsage = undefined;
+    this.endUsage = undefined;
+  }
 
   handle(ev: Raw): void {
     if (this.failed || this.complete) return;
@@ -95,10 +138,12 @@ export class AnthropicStreamTranslator {
       case 'message_start':
         this.responseId = ev.message?.id;
         this.startUsage = ev.message?.usage ?? undefined;
+        if (typeof ev.message?.container?.id === 'string') this.container = ev.message.container.id;
         return;
       case 'message_delta':
         this.stopReason = ev.delta?.stop_reason;
         if (ev.usage) this.endUsage = ev.usage;
+        if (typeof ev.delta?.container?.id === 'string') this.container = ev.delta.container.id;
         return;
       case 'message_stop':
         return this.finish();
@@ -123,7 +168,8 @@ export class AnthropicStreamTranslator {
         }
         return;
       case 'input_json_delta':
-        if ((s.kind === 'tool' || s.kind === 'search') && d.partial_json) {
+        if (s.kind === 'ignored' && s.parts && d.partial_json) s.parts.push(d.partial_json);
+        else if ((s.kind === 'tool' || s.kind === 'search') && d.partial_json) {
           s.parts.push(d.partial_json);
           if (s.kind === 'tool') this.out.push({ type: 'tool_input_delta', index: s.out, json: d.partial_json });
         }
@@ -133,6 +179,7 @@ export class AnthropicStreamTranslator {
         return;
       case 'citations_delta':
         if (s.kind === 'text') {
+          if (d.citation) (s.rawCitations ??= []).push(d.citation);
           const c = citationOf(d.citation);
           if (c) (s.citations ??= []).push(c);
         }
@@ -175,13 +222,13 @@ export class AnthropicStreamTranslator {
       case 'server_tool_use':
         // Reserve the output index now so the search sits where it happened, between text blocks.
         if (b.name === 'web_search') this.slots[index] = { kind: 'search', out: this.next++, parts: [], raw: b };
-        else this.slots[index] = { kind: 'ignored' };
+        else this.slots[index] = { kind: 'ignored', raw: b, parts: [] };
         return;
       case 'web_search_tool_result':
         this.slots[index] = { kind: 'search_result', raw: b };
         return;
       default:
-        this.slots[index] = { kind: 'ignored' };
+        this.slots[index] = { kind: 'ignored', raw: b };
     }
   }
 
@@ -192,16 +239,22 @@ export class AnthropicStreamTranslator {
       case 'text': {
         const block: TextBlock = { type: 'text', text: s.parts.join('') };
         if (s.citations?.length) block.citations = s.citations;
+        this.wire.push({ type: 'text', text: block.text, ...(s.rawCitations ? { citations: s.rawCitations } : {}) });
         this.out.push({ type: 'block_end', index: s.out, block });
         return;
       }
       case 'thinking': {
         const block: ThinkingBlock = { type: 'thinking', thinking: s.parts.join(''), provider: this.providerId };
         if (s.signature) block.signature = s.signature;
+        this.wire.push({ type: 'thinking', thinking: block.thinking, ...(s.signature ? { signature: s.signature } : {}) });
         this.out.push({ type: 'block_end', index: s.out, block });
         return;
       }
+      case 'ignored':
+        if (s.raw) this.wire.push(s.parts?.length ? { ...s.raw, input: parseLoose(s.parts.join('')) } : s.raw);
+        return;
       case 'redacted':
+        this.wire.push({ type: 'redacted_thinking', data: s.data });
         this.out.push({ type: 'block_end', index: s.out, block: { type: 'thinking', thinking: '', redacted: true, data: s.data, provider: this.providerId } });
         return;
       case 'tool': {
@@ -211,6 +264,7 @@ export class AnthropicStreamTranslator {
           this.error({ code: 'malformed', message: `the tool call "${s.name}" (${s.id}) has arguments that are not valid JSON: ${parsed.error}`, retryable: false });
           return;
         }
+        this.wire.push({ type: 'tool_use', id: s.id, name: s.name, input: parsed.value });
         this.out.push({ type: 'block_end', index: s.out, block: { type: 'tool_call', id: s.id, name: s.name, input: parsed.value as JsonObject } });
         return;
       }
@@ -218,10 +272,13 @@ export class AnthropicStreamTranslator {
         const parsed = parseToolInput(s.parts.join(''));
         const input = parsed.ok ? parsed.value : {};
         const queries = typeof input.query === 'string' ? [input.query] : [];
-        this.searches.set(String(s.raw.id), { out: s.out, raw: { ...s.raw, input }, queries });
+        const raw = { ...s.raw, input };
+        this.wire.push(raw);
+        this.searches.set(String(s.raw.id), { out: s.out, raw, queries });
         return;
       }
       case 'search_result':
+        this.wire.push(s.raw);
         return this.searchResult(s.raw);
     }
   }
@@ -250,7 +307,9 @@ export class AnthropicStreamTranslator {
     if (!a && !b) return undefined;
     // message_delta usage is cumulative and may repeat (or null) the input side: prefer it when given.
     const pick = (k: 'input_tokens' | 'output_tokens' | 'cache_read_input_tokens' | 'cache_creation_input_tokens') => b?.[k] ?? a?.[k] ?? undefined;
-    const usage: Usage = { inputTokens: pick('input_tokens') ?? 0, outputTokens: pick('output_tokens') ?? 0 };
+    // Input and cache are the last request's (it holds the paused parts: that is the context);
+    // output is the whole reply's.
+    const usage: Usage = { inputTokens: pick('input_tokens') ?? 0, outputTokens: (pick('output_tokens') ?? 0) + this.priorOutput };
     const read = pick('cache_read_input_tokens');
     const write = pick('cache_creation_input_tokens');
     const reasoning = b?.output_tokens_details?.thinking_tokens;
@@ -269,10 +328,17 @@ export class AnthropicStreamTranslator {
 
   private finish(): void {
     const paused = this.stopReason === 'pause_turn';
+    if (paused && this.continuations < this.maxContinuations) {
+      // No `done`: the stream sends the continuation and its blocks join this reply. A pending
+      // search stays open, as its result comes in the continuation.
+      this.continuations++;
+      this.priorOutput += this.endUsage?.output_tokens ?? this.startUsage?.output_tokens ?? 0;
+      this.paused = true;
+      return;
+    }
     for (const [id, call] of this.searches) {
+      // A call without its result is not sent back: the API refuses one followed by a new user turn.
       const block: HostedSearchBlock = { type: 'hosted_search', provider: this.providerId, id, queries: call.queries, sources: [], status: 'failed' };
-      // A paused turn is continued by sending the pending server_tool_use back as is.
-      if (paused) block.providerData = { blocks: [call.raw as JsonObject] };
       this.out.push({ type: 'block_end', index: call.out, block });
     }
     this.searches.clear();

@@ -29,6 +29,12 @@ export interface StreamControl {
    * final (see retry-hints.ts). Read once, when the SDK throws. Absent: hints pass as they are.
    */
   retryMaxDelayMs?(): number;
+  /**
+   * The SDK stream ended: a follow-up request that continues the same reply (Anthropic's
+   * `pause_turn`), or undefined to end here. Its events go through the same translator; a
+   * resolved undefined means the request could not start (the translator has the error).
+   */
+  resume?(): Promise<AsyncIterable<unknown> | AsyncIterator<unknown> | undefined> | undefined;
 }
 
 const DONE: IteratorResult<ProviderEvent> = { value: undefined, done: true };
@@ -65,8 +71,8 @@ export class TranslatedStream implements AsyncIterableIterator<ProviderEvent>, P
     return { value, done: false };
   }
 
-  private async open(): Promise<void> {
-    const raw = await this.start();
+  private async open(start: () => Promise<AsyncIterable<unknown> | AsyncIterator<unknown> | undefined> = this.start): Promise<void> {
+    const raw = await start();
     if (!raw) this.close();
     else this.inner = Symbol.asyncIterator in raw ? (raw as AsyncIterable<unknown>)[Symbol.asyncIterator]() : (raw as AsyncIterator<unknown>);
   }
@@ -85,7 +91,10 @@ export class TranslatedStream implements AsyncIterableIterator<ProviderEvent>, P
     try {
       if (!this.inner) await this.open();
       while (!this.ended) {
-        this.absorb(await this.inner!.next());
+        const r = await this.inner!.next();
+        // Checked only at the end of an SDK stream, never per event.
+        if (r.done && (await this.resumed())) continue;
+        this.absorb(r);
         if (t.out.length) break;
       }
     } catch (err) {
@@ -114,13 +123,27 @@ export class TranslatedStream implements AsyncIterableIterator<ProviderEvent>, P
       if (deliver()) return;
       if (!this.inner && !this.ended) await this.open();
       while (!this.ended) {
-        this.absorb(await this.inner!.next());
+        const r = await this.inner!.next();
+        if (r.done && (await this.resumed())) {
+          if (deliver()) return;
+          continue;
+        }
+        this.absorb(r);
         if (deliver()) return;
       }
     } catch (err) {
       this.failWith(err);
     }
     deliver();
+  }
+
+  /** True when the control continued the reply with a new SDK stream (or queued why it could not). */
+  private async resumed(): Promise<boolean> {
+    const next = this.ctl.resume?.();
+    if (!next) return false;
+    this.inner = undefined;
+    await this.open(() => next);
+    return true;
   }
 
   /** The SDK threw: exactly one error event queued (its retry hint capped), and reading stops. */

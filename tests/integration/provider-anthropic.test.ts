@@ -325,7 +325,8 @@ describe('stop reasons and usage', () => {
     ['stop_sequence', 'end'],
     ['max_tokens', 'max_tokens'],
     ['refusal', 'refusal'],
-    ['pause_turn', 'end'],
+    // Still paused after every continuation (the mock repeats it): incomplete (provider-anthropic-pause.test.ts).
+    ['pause_turn', 'max_tokens'],
     ['model_context_window_exceeded', 'max_tokens'],
   ])('%s maps to %s', async (stopReason, mapped) => {
     const out = await replay(anthropicReply({ text: 'x', stopReason }));
