@@ -599,7 +599,13 @@ export type ProviderEvent =
   | { type: 'block_end'; index: number; block: ContentBlock }
   | { type: 'usage'; usage: Usage }
   | { type: 'done'; stopReason: StopReason; responseId?: string }
-  | { type: 'error'; error: ProviderErrorInfo };
+  | { type: 'error'; error: ProviderErrorInfo }
+  /**
+   * Something the user should know that is not an error (an endpoint without the Responses API
+   * fell back to Chat Completions, a paused reply was continued): the kernel emits it as a
+   * `notice` lifecycle event (`payload.kind`, default `provider`; `payload.provider`).
+   */
+  | { type: 'notice'; message: string; kind?: string; details?: JsonObject };
 
 /** A provider failure. `retryable` tells the kernel whether a retry can help. */
 export interface ProviderErrorInfo {

@@ -125,6 +125,9 @@ function forward(env: RoundEnv, ev: ProviderEvent, asm: MessageAssembler): void 
     case 'text_delta':
       env.emitDelta(messageId, { kind: 'text', index: ev.index, text: ev.text });
       break;
+    case 'notice':
+      env.emit({ type: 'notice', payload: { ...ev.details, kind: ev.kind ?? 'provider', message: ev.message, provider: env.provider.id } });
+      break;
     case 'thinking_delta':
       env.emitDelta(messageId, { kind: 'thinking', index: ev.index, text: ev.text });
       break;
