@@ -605,7 +605,13 @@ export type ProviderEvent =
    * fell back to Chat Completions, a paused reply was continued): the kernel emits it as a
    * `notice` lifecycle event (`payload.kind`, default `provider`; `payload.provider`).
    */
-  | { type: 'notice'; message: string; kind?: string; details?: JsonObject };
+  | { type: 'notice'; message: string; kind?: string; details?: JsonObject }
+  /**
+   * The body the provider is about to send, after its own conversion (cache breakpoints, tool
+   * schemas, limits), once per HTTP request: for observers such as the debug log. Not output,
+   * never forwarded to clients. `api` names the endpoint (`messages`, `responses`, ...).
+   */
+  | { type: 'wire_request'; api: string; body: JsonObject };
 
 /** A provider failure. `retryable` tells the kernel whether a retry can help. */
 export interface ProviderErrorInfo {

@@ -141,6 +141,10 @@ export class Recorder {
         this.push(s, record);
         return;
       }
+      case 'wire_request':
+        // What the provider put on the wire (its own conversion included), redacted on write.
+        this.push(s, { ...head(s, 'wire_request'), attempt: s.attempt, api: ev.api, body: ev.body });
+        return;
       case 'done':
       case 'error':
         this.flushBlocks(s);

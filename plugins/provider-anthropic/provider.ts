@@ -11,7 +11,7 @@ import { lazyModule } from '../provider-shared/keys.js';
 import { DEFAULT_RETRY_MAX_DELAY_MS } from '../provider-shared/retry-hints.js';
 import { TranslatedStream } from '../provider-shared/translated-stream.js';
 import type Anthropic from '@anthropic-ai/sdk';
-import type { Logger, ModelInfo, Provider, ProviderEvent, ProviderRequest, ProviderStream, Settings } from '../../plugin-api.js';
+import type { JsonObject, Logger, ModelInfo, Provider, ProviderEvent, ProviderRequest, ProviderStream, Settings } from '../../plugin-api.js';
 import { CLAUDE_MODELS, DEFAULT_MODEL } from './models.js';
 import { buildAnthropicRequest } from './request.js';
 import { DEFAULT_BASE_URL, DEFAULT_MAX_PAUSE_CONTINUATIONS, parseRequestOptions, withRequestOptions, type AnthropicConfig, type ConfigResult } from './settings.js';
@@ -115,6 +115,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
     const body = buildAnthropicRequest(request, cfg, id, models);
     const client = await clientFor(cfg);
     sent.value = { client, body };
+    t.out.push({ type: 'wire_request', api: 'messages', body: body as unknown as JsonObject });
     t.maxContinuations = cfg.maxPauseContinuations ?? DEFAULT_MAX_PAUSE_CONTINUATIONS;
     // Our body is the wire JSON (raw round-trip blocks included), looser than the SDK's param types.
     return client.messages.create(body as unknown as Anthropic.MessageCreateParamsStreaming, { signal });
@@ -131,6 +132,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions = {}):
     t.resume();
     log?.debug(`provider "${id}": the API paused the turn (pause_turn); continuing it`);
     const body = t.continuationBody(s.body);
+    t.out.push({ type: 'wire_request', api: 'messages', body: body as unknown as JsonObject });
     return s.client.messages.create(body as unknown as Anthropic.MessageCreateParamsStreaming, { signal });
   }
 

@@ -16,7 +16,7 @@ import { lazyModule } from '../provider-shared/keys.js';
 import { DEFAULT_RETRY_MAX_DELAY_MS } from '../provider-shared/retry-hints.js';
 import { TranslatedStream } from '../provider-shared/translated-stream.js';
 import type { GenerateContentRequest } from '@google/generative-ai';
-import type { Logger, ModelInfo, Provider, ProviderEvent, ProviderRequest, ProviderStream, Settings } from '../../plugin-api.js';
+import type { JsonObject, Logger, ModelInfo, Provider, ProviderEvent, ProviderRequest, ProviderStream, Settings } from '../../plugin-api.js';
 import { DEFAULT_GEMINI_MODEL, GEMINI_MODELS } from './models.js';
 import { buildGeminiRequest } from './request.js';
 import { DEFAULT_BASE_URL, GEMINI_ID, applyOptions, parseRequestOptions, splitBaseUrl, type ConfigResult, type GeminiConfig } from './settings.js';
@@ -87,6 +87,7 @@ export function createGeminiProvider(options: GeminiProviderOptions = {}): Provi
     if (!overrides.ok) return void t.error({ code: 'config', message: overrides.error, retryable: false });
     const cfg = applyOptions(resolved.config, overrides.value);
     const body = buildGeminiRequest(request, cfg, id, models, note);
+    t.out.push({ type: 'wire_request', api: 'streamGenerateContent', body: body as unknown as JsonObject });
     const { GoogleGenerativeAI } = await loadGeminiSdk();
     // The key goes in the x-goog-api-key header (the SDK never puts it in the URL).
     const model = new GoogleGenerativeAI(cfg.apiKey ?? '').getGenerativeModel(

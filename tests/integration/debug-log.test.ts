@@ -130,6 +130,7 @@ describe('agent-dev runs write the debug log', () => {
       'turn_start',
       'provider_request',
       'message_start',
+      'wire_request',
       ...Array(6).fill('provider_event'), // thinking start/end, text start/end, usage, done
       'message_end',
       'turn_end',
@@ -141,6 +142,12 @@ describe('agent-dev runs write the debug log', () => {
     expect(req.request.messages[0].content[0].text).toMatch(/^Here is my key \[REDACTED secret len=\d+\], keep it safe\.$/);
     expect(req).toMatchObject({ provider: 'claude_code', model: 'claude-sonnet-4-6', round: 1, requestId: `${result.runId}.1.1` });
 
+    // The body exactly as the provider put it on the wire: its cache breakpoints and max_tokens included.
+    const wire = recs.find((r) => r.kind === 'wire_request')!;
+    expect(wire).toMatchObject({ api: 'messages', requestId: `${result.runId}.1.1`, body: { model: 'claude-sonnet-4-6', stream: true } });
+    expect(wire.body.max_tokens).toBe(s.requests[0]!.body.max_tokens);
+    expect(JSON.stringify(wire.body)).toContain('cache_control');
+    expect(JSON.stringify(wire.body)).not.toContain(KEY.slice(0, 24));
     const events = recs.filter((r) => r.kind === 'provider_event');
     expect(events.map((r) => r.event.type)).toEqual(['block_start', 'block_end', 'block_start', 'block_end', 'usage', 'done']);
     expect(events[1]).toMatchObject({ deltas: 2, event: { block: { type: 'thinking', thinking: 'Let me think.', signature: 'sig-1' } } });

@@ -45,7 +45,12 @@ export function request(extra: Partial<ProviderRequest> = {}): ProviderRequest {
   };
 }
 
-export function collect(provider: Provider, req: ProviderRequest = request(), signal: AbortSignal = new AbortController().signal): Promise<ProviderEvent[]> {
+/** The stream's events, without `wire_request` (an observer's event: the body sent; see collectWire). */
+export async function collect(provider: Provider, req: ProviderRequest = request(), signal: AbortSignal = new AbortController().signal): Promise<ProviderEvent[]> {
+  return (await collectWire(provider, req, signal)).filter((e) => e.type !== 'wire_request');
+}
+
+export function collectWire(provider: Provider, req: ProviderRequest = request(), signal: AbortSignal = new AbortController().signal): Promise<ProviderEvent[]> {
   return collectAll(provider.stream(req, signal));
 }
 

@@ -291,6 +291,7 @@ describe('broken streams: exactly one error event, the partial text kept', () =>
   it('a consumer that stops reading early ends the request without an unhandled rejection', async () => {
     const s = await mock(() => geminiStream(three(), { stallAfterEvents: 1 }));
     const it = providerFor(s).stream(request(), new AbortController().signal)[Symbol.asyncIterator]();
+    expect((await it.next()).value).toMatchObject({ type: 'wire_request', api: 'streamGenerateContent' });
     expect((await it.next()).value).toEqual({ type: 'block_start', index: 0, block: { type: 'text' } });
     await expect(it.return!()).resolves.toEqual({ value: undefined, done: true });
     expect(await it.next()).toEqual({ value: undefined, done: true });

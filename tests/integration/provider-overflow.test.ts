@@ -28,7 +28,8 @@ const OVERFLOW = { code: 'context_overflow', retryable: false };
 
 /** The single event a failed request gives, which must be its error. */
 async function onlyError(provider: Provider, req: ProviderRequest): Promise<ProviderErrorInfo> {
-  const events = await collectAll(provider.stream(req, new AbortController().signal));
+  // The body the provider sent (an observer's event) aside.
+  const events = (await collectAll(provider.stream(req, new AbortController().signal))).filter((e) => e.type !== 'wire_request');
   expect(events).toHaveLength(1);
   return errorsOf(events)[0]!;
 }
