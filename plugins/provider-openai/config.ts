@@ -52,6 +52,8 @@ export interface ResolvedConfig {
   /** The endpoint is api.openai.com (enables OpenAI-only parameters). */
   official: boolean;
   api: 'responses' | 'chat';
+  /** `api` was set (settings, options, a custom provider's format): no fallback from Responses to Chat. */
+  apiForced?: boolean;
   store: boolean;
   webSearch: boolean;
   reasoningEffort?: ReasoningEffort;
@@ -120,8 +122,9 @@ export function resolveConfig(src: ConfigSource, options: JsonObject = {}): { ok
     apiKey,
     baseUrl: url,
     official,
-    // Most OpenAI-compatible servers only speak Chat Completions; the official one does both.
-    api: merged.api ?? (official ? 'responses' : 'chat'),
+    // Unset: Responses everywhere; an endpoint without it falls back to Chat once (api-fallback.ts).
+    api: merged.api ?? 'responses',
+    apiForced: merged.api !== undefined,
     store: merged.store ?? false,
     webSearch: merged.webSearch ?? false,
     reasoningSummary: merged.reasoningSummary ?? 'auto',

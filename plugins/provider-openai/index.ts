@@ -4,15 +4,16 @@
  * `openai-responses` (Ollama, vLLM, DeepSeek, proxies...). Custom providers are re-registered
  * when settings change; codex re-reads `providers.codex` on every request.
  *
- * Which API codex speaks: `providers.codex.api` ('responses' | 'chat'); unset, the official
- * endpoint gets Responses and any other `baseUrl` / OPENAI_BASE_URL gets Chat Completions (what
- * compatible servers implement). A custom provider's `format` decides for it.
+ * Which API codex speaks: `providers.codex.api` ('responses' | 'chat'); unset, Responses at any
+ * `baseUrl` / OPENAI_BASE_URL, and an endpoint that answers it has no such route (404/405 before
+ * any output) gets Chat Completions, remembered per base URL in $LIVEAGENT_HOME/openai-api-fallback.json
+ * (api-fallback.ts). A custom provider's `format` decides for it.
  *
  * Settings (`providers.codex`, all optional, over the environment; strict: unknown keys are refused):
  *   apiKey, apiKeyEnv   key, or the name of a variable holding it (else OPENAI_API_KEY)
  *   baseUrl             endpoint ending in /v1 (else OPENAI_BASE_URL, else https://api.openai.com/v1)
  *   defaultModel        model when none is chosen (default gpt-5)
- *   api                 'responses' | 'chat' (see above)
+ *   api                 'responses' | 'chat': forces one, no fallback (see above)
  *   store               Responses: store responses and chain rounds with previous_response_id (default false)
  *   webSearch           Responses: offer the hosted web_search tool, probed per model (default false)
  *   reasoningEffort     none | minimal | low | medium | high | xhigh (else mapped from a thinking budget)
@@ -27,7 +28,8 @@
 import path from 'node:path';
 import type { CustomProviderSettings, Disposable, Plugin, PluginContext, Settings } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
-import { ResponseChains } from './chains.js';
+import { API_FALLBACK_FILE, ApiFallbacks } from './api-fallback.js';
+import { ResponseChains, type ChainMetaStore } from './chains.js';
 import { checkSettingsSection, customBase } from './config.js';
 import { createOpenAIProvider } from './provider.js';
 import { SEARCH_PROBE_FILE, SearchProbe } from './search-probe.js';
@@ -37,6 +39,7 @@ export { OPENAI_MODELS, DEFAULT_OPENAI_MODEL, isReasoningModel } from './models.
 export { OpenAISettingsSchema, type OpenAISettings } from './config.js';
 export { SearchProbe, SEARCH_PROBE_FILE } from './search-probe.js';
 export { ResponseChains } from './chains.js';
+export { ApiFallbacks, API_FALLBACK_FILE } from './api-fallback.js';
 
 const OPENAI_FORMATS = new Set(['openai-chat', 'openai-responses']);
 
@@ -51,10 +54,12 @@ export function createOpenAIPlugin(options: OpenAIPluginOptions = {}): Plugin {
     apply(ctx) {
       const env = options.env ?? process.env;
       const probe = new SearchProbe(path.join(ctx.paths.home, SEARCH_PROBE_FILE), ctx.logger);
-      ctx.hooks.shutdown.tap(() => probe.flush());
-      const chains = new ResponseChains();
+      const fallbacks = new ApiFallbacks(path.join(ctx.paths.home, API_FALLBACK_FILE), ctx.logger);
+      // Chains survive restarts in the conversation's meta when a history service is loaded.
+      const chains = new ResponseChains(1000, () => ctx.service<ChainMetaStore>('history'), ctx.logger);
+      ctx.hooks.shutdown.tap(() => Promise.all([probe.flush(), fallbacks.flush(), chains.flush()]).then(() => undefined));
       const settings = () => ctx.settings.get();
-      ctx.registerProvider(createOpenAIProvider({ id: 'codex', aliases: ['openai'], displayName: 'OpenAI', settings, env, probe, chains, logger: ctx.logger }));
+      ctx.registerProvider(createOpenAIProvider({ id: 'codex', aliases: ['openai'], displayName: 'OpenAI', settings, env, probe, chains, fallbacks, logger: ctx.logger }));
       // A typo in providers.codex is reported now; requests fail with the same message until fixed.
       const check = checkSettingsSection('codex', settings().providers?.codex);
       if (!check.ok) ctx.logger.warn(check.error);

@@ -8,10 +8,11 @@
  * Contract kept here: `stream` never throws. Every failure, from settings to a socket reset,
  * ends the stream with exactly one `error` event, after whatever partial output was streamed.
  */
-import type { Logger, ModelInfo, Provider, ProviderErrorInfo, ProviderEvent, ProviderRequest, Settings } from '../../plugin-api.js';
+import type { JsonObject, Logger, ModelInfo, Provider, ProviderErrorInfo, ProviderEvent, ProviderRequest, Settings } from '../../plugin-api.js';
 import { toProviderError } from '../provider-shared/errors.js';
 import { capRetryHint, retryMaxDelayFrom } from '../provider-shared/retry-hints.js';
 import { classifyStreamError } from '../provider-shared/stream-errors.js';
+import { ApiFallbacks, isMissingResponsesRoute, isUnexpectedEndpointBody } from './api-fallback.js';
 import { ResponseChains } from './chains.js';
 import { buildChatBody } from './chat-request.js';
 import { ChatTranslator } from './chat-stream.js';
@@ -52,6 +53,8 @@ export interface OpenAIProviderOptions extends OpenAISettings {
   probe?: SearchProbe;
   /** Shared storage chains (default: fresh). */
   chains?: ResponseChains;
+  /** Shared answers on which endpoints lack the Responses API (default: a fresh in-memory one). */
+  fallbacks?: ApiFallbacks;
   logger?: Logger;
   /** A configuration problem found at registration (a bad custom provider entry): every request fails with it. */
   configError?: string;
@@ -62,6 +65,7 @@ export type OpenAIProvider = Provider & {
   config(options?: ProviderRequest['options']): { ok: true; config: ResolvedConfig } | { ok: false; error: string };
   readonly probe: SearchProbe;
   readonly chains: ResponseChains;
+  readonly fallbacks: ApiFallbacks;
 };
 
 const OPENAI_ENV = { key: 'OPENAI_API_KEY', baseUrl: 'OPENAI_BASE_URL' };
@@ -72,6 +76,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): OpenA
   const catalog = models ?? (id === 'codex' ? OPENAI_MODELS : []);
   const probe = options.probe ?? new SearchProbe();
   const chains = options.chains ?? new ResponseChains();
+  const fallbacks = options.fallbacks ?? new ApiFallbacks();
   const clients = new Map<string, OpenAIClient>();
   const src = (s: Settings | undefined) => ({
     id,
@@ -117,6 +122,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): OpenA
     models: catalog,
     probe,
     chains,
+    fallbacks,
     config,
     isConfigured(s: Settings): boolean {
       if (options.configError) return false;
@@ -151,28 +157,59 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): OpenA
     }
     const reasoning = isReasoningModel(request.model, catalog);
     try {
-      if (cfg.api === 'chat') yield* streamChat(client, sdk, request, cfg, reasoning, signal);
-      else yield* streamResponses(client, sdk, request, cfg, reasoning, signal);
+      // api unset: Responses, unless this endpoint already said it has none.
+      const chat = cfg.api === 'chat' || (!cfg.apiForced && !cfg.official && fallbacks.chatOnly(cfg.baseUrl));
+      if (chat) {
+        yield* streamChat(client, sdk, request, cfg, reasoning, signal);
+        return;
+      }
+      const missing = yield* streamResponses(client, sdk, request, cfg, reasoning, signal);
+      if (missing === undefined) return;
+      if (fallbacks.record(cfg.baseUrl, missing)) {
+        const where = fallbacks.path ? ` (remembered in ${fallbacks.path})` : '';
+        logger?.warn(
+          `${cfg.baseUrl} has no Responses API (${missing}); provider "${id}" uses Chat Completions there from now on${where}. Set providers.${id}.api to "chat" to skip this probe, or "responses" to force the Responses API`,
+          { provider: id, baseUrl: cfg.baseUrl },
+        );
+        yield { type: 'notice', kind: 'api_fallback', message: `${cfg.baseUrl} has no Responses API: using Chat Completions there from now on`, details: { baseUrl: cfg.baseUrl } };
+      }
+      yield* streamChat(client, sdk, request, cfg, reasoning, signal);
     } catch (err) {
       // A bug of ours (SDK failures are mapped where they happen) must still not escape.
       yield { type: 'error', error: { code: 'internal', retryable: false, message: `provider "${id}" failed: ${(err as Error)?.message ?? String(err)}` } };
     }
   }
 
-  async function* streamResponses(client: OpenAIClient, sdk: OpenAIModule, request: ProviderRequest, cfg: ResolvedConfig, reasoning: boolean, signal: AbortSignal): AsyncGenerator<ProviderEvent> {
+  /**
+   * Returns (without yielding anything) why the endpoint seems to have no Responses API, when
+   * `api` is unset and the very first answer says so; the caller then falls back to Chat.
+   */
+  async function* streamResponses(client: OpenAIClient, sdk: OpenAIModule, request: ProviderRequest, cfg: ResolvedConfig, reasoning: boolean, signal: AbortSignal): AsyncGenerator<ProviderEvent, string | undefined> {
+    const probing = !cfg.apiForced && !cfg.official;
     const model = request.model;
     const conv = request.conversationId;
     // A lean side request neither searches nor joins (or starts) the conversation's stored chain.
     const store = cfg.store && !request.lean;
     let search = cfg.webSearch && !request.lean && probe.supported(id, model) !== false;
-    let continuation = store ? chains.continuation(conv, id, model, request.messages) : undefined;
+    let continuation = store ? await chains.continuation(conv, id, model, request.messages) : undefined;
     // At most one retry for each fallback: without hosted search, and without the stored chain.
     for (;;) {
       const body = buildResponsesBody(request, { providerId: id, config: cfg, reasoning, search, ...(continuation ? { continuation } : {}) });
+      yield { type: 'wire_request', api: 'responses', body: body as JsonObject };
       let stream: AsyncIterable<unknown>;
       try {
-        stream = (await client.responses.create(body as never, { signal })) as unknown as AsyncIterable<unknown>;
+        const { data, response } = await (client.responses.create(body as never, { signal }) as unknown as { withResponse(): Promise<{ data: AsyncIterable<unknown>; response: Response }> }).withResponse();
+        stream = data;
+        if (probing && /json/i.test(response.headers.get('content-type') ?? '')) {
+          // JSON where a stream was asked for: LM Studio's 200 for an unknown route, or a broken proxy (left to the translator).
+          const text = await response.clone().text().catch(() => '');
+          if (isUnexpectedEndpointBody(text)) {
+            (data as { controller?: AbortController }).controller?.abort();
+            return `HTTP ${response.status}: ${text.trim().slice(0, 200)}`;
+          }
+        }
       } catch (err) {
+        if (probing && !continuation && !signal.aborted && isMissingResponsesRoute(err)) return (err as Error).message.slice(0, 300);
         if (search && isSearchRefusal(err)) {
           const reason = (err as Error).message;
           logger?.info(`model "${model}" refused hosted web search; continuing without it`, { provider: id, reason });
@@ -180,13 +217,14 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): OpenA
           search = false;
           continue;
         }
-        if (continuation && (err as { code?: unknown }).code === 'previous_response_not_found') {
+        // The server forgot the stored response (expired, another account, a restarted proxy): send everything once.
+        if (continuation && ((err as { code?: unknown }).code === 'previous_response_not_found' || (err as { status?: unknown }).status === 404)) {
           chains.forget(conv);
           continuation = undefined;
           continue;
         }
         yield errorEvent(sdk, err, signal, false);
-        return;
+        return undefined;
       }
       if (search) probe.accept(id, model);
       const t = new ResponsesTranslator(id);
@@ -218,6 +256,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): OpenA
 
   async function* streamChat(client: OpenAIClient, sdk: OpenAIModule, request: ProviderRequest, cfg: ResolvedConfig, reasoning: boolean, signal: AbortSignal): AsyncGenerator<ProviderEvent> {
     const body = buildChatBody(request, { providerId: id, config: cfg, reasoning });
+    yield { type: 'wire_request', api: 'chat.completions', body: body as JsonObject };
     let stream: AsyncIterable<unknown>;
     try {
       stream = (await client.chat.completions.create(body as never, { signal })) as unknown as AsyncIterable<unknown>;

@@ -36,6 +36,14 @@ function request(over: Partial<ProviderRequest> = {}): ProviderRequest {
 
 async function run(p: ReturnType<typeof provider>, r = request()): Promise<ProviderEvent[]> {
   const out: ProviderEvent[] = [];
+  // The body sent (an observer's event) aside; the wire test below reads it.
+  for await (const e of p.stream(r, new AbortController().signal)) if (e.type !== 'wire_request') out.push(e);
+  return out;
+}
+
+/** Every event, the wire_request ones included. */
+async function runWire(p: ReturnType<typeof provider>, r = request()): Promise<ProviderEvent[]> {
+  const out: ProviderEvent[] = [];
   for await (const e of p.stream(r, new AbortController().signal)) out.push(e);
   return out;
 }
@@ -307,6 +315,16 @@ describe('hosted-search probe', () => {
       expect(fresh.probe.supported('codex', 'gpt-4.1')).toBe(true);
     } finally {
       server.rejectWebSearchFor([]);
+    }
+  });
+
+  it('wire_request carries the body exactly as sent, for Responses and Chat Completions', async () => {
+    for (const api of ['responses', 'chat'] as const) {
+      const p = provider(api);
+      const events = await runWire(p, request({ model: 'gpt-4.1' }));
+      const wire = events.find((e) => e.type === 'wire_request') as Extract<ProviderEvent, { type: 'wire_request' }>;
+      expect(wire.api).toBe(api === 'chat' ? 'chat.completions' : 'responses');
+      expect(wire.body).toEqual(lastBody());
     }
   });
 
