@@ -105,8 +105,13 @@ export class Run implements RunHandle {
   }
 
   abort(reason = 'stopped'): void {
-    if (!this.controller.signal.aborted) this.controller.abort(new CancelledError(`The run was stopped (${reason})`));
+    if (this.controller.signal.aborted) return;
+    this.stopCause = reason;
+    this.controller.abort(new CancelledError(`The run was stopped (${reason})`));
   }
+
+  /** Why the run was aborted (`stopped` by a user, `shutdown` of the host, ...). */
+  private stopCause: string | undefined;
 
   // ── Crash guard (core/kernel-crashes.ts) ──
   /** Set when a plugin's code failed asynchronously for this run. */
@@ -307,6 +312,8 @@ export class Run implements RunHandle {
         }
       }
       const { message, failure, interrupted } = streamed;
+      // Cut off by the host stopping, not by the user: clients say "interrupted", not "stopped".
+      if (message.stopReason === 'aborted' && this.stopCause === 'shutdown') message.meta = { ...message.meta, partial: true, interrupted: 'shutdown' };
       this.emit({ type: 'message_end', message });
       this.produced.push(message);
       this.usage = addUsage(this.usage, message.usage);

@@ -67,6 +67,21 @@ function wireAttachments(input: SendInput): { attachments?: Array<{ uploadId: st
   return input.attachments?.length ? { attachments: input.attachments.map((a) => ({ uploadId: a.uploadId })) } : {};
 }
 
+interface OutboxItem {
+  /** The conversation, or DRAFT until the first message created it. */
+  key: string;
+  clientRequestId: string;
+  text: string;
+  wire: { attachments?: Array<{ uploadId: string }> };
+  fields: { mode?: ExecutionMode; provider?: string; model?: string; workdir?: string };
+  /** The pending bubble. */
+  message: Message;
+  /** Handed to an open socket, its reply not in yet. */
+  inFlight: boolean;
+  /** Which delivery's outcome counts (a dead socket's late timeout does not). */
+  attempt: number;
+}
+
 export const useChatStore = defineStore('chat', () => {
   const states = reactive<Record<string, ConversationState>>({});
   const subscribed = new Set<string>();
@@ -79,6 +94,11 @@ export const useChatStore = defineStore('chat', () => {
   const approvals = reactive<Record<string, ApprovalMap>>({});
   const NO_APPROVALS: ApprovalMap = {};
   const approvalsOf = (id: string): ApprovalMap => approvals[id] ?? NO_APPROVALS;
+  /** Sends not answered yet, in the order typed (see send). */
+  const outbox = reactive<OutboxItem[]>([]);
+  const settlers = new Map<string, { resolve: () => void; reject: (e: Error) => void }>();
+  /** Bumped by every send, edit or regenerate: the transcript scrolls to what was sent. */
+  const sentTick = ref(0);
 
   /** Fold approval events in; a snapshot (`reset`) rebuilds them from its pending events. */
   function foldApprovals(id: string, events: LifecycleEvent[], reset = false, running = true): void {
@@ -145,7 +165,10 @@ export const useChatStore = defineStore('chat', () => {
     // An older page, answering loadOlder (dropped when a snapshot replaced what it belongs to).
     c.on('page', (m) => void applyPage(state(m.conversationId), m));
     c.on('queue', (m) => (state(m.conversationId).queue = m.items));
-    c.on('conversations', (m) => reconcile(m.items));
+    c.on('conversations', (m) => {
+      reconcile(m.items);
+      noticeDeleted(m.items);
+    });
     // A queued message that failed to start is reported as a reply nobody asked for.
     c.onOrphanReply((r) => {
       if (r.ok || !r.id.startsWith('queue:')) return;
@@ -156,8 +179,9 @@ export const useChatStore = defineStore('chat', () => {
     c.onStatus((s) => {
       // A reply to a compact_now sent on a socket that went away never comes: free the button.
       if (s.state !== 'open') for (const st of Object.values(states)) st.compactRequested = false;
-      if (s.state !== 'open') return;
+      if (s.state !== 'open') return requeueInFlight();
       for (const id of subscribed) sendSubscribe(id);
+      flush();
     });
   }
 
@@ -189,13 +213,14 @@ export const useChatStore = defineStore('chat', () => {
    */
   function leave(id: string): void {
     const s = states[id];
-    if (!subscribed.has(id) || s?.running || s?.pendingUser) return;
+    if (!subscribed.has(id) || s?.running || s?.pendingUser || outbox.some((o) => o.key === id)) return;
     subscribed.delete(id);
     if (client().status.state === 'open') client().send({ type: 'unsubscribe', conversationId: id });
   }
 
   /** Forget a deleted conversation. */
   function forget(id: string): void {
+    for (const o of outbox.filter((x) => x.key === id)) settle(o, new Error('the conversation was deleted'));
     subscribed.delete(id);
     delete states[id];
     delete approvals[id];
@@ -239,6 +264,26 @@ export const useChatStore = defineStore('chat', () => {
     }
   }
 
+  /** Ids of the last conversation list broadcast, to see the open conversation leave it. */
+  let listed = new Set<string>();
+
+  /**
+   * No event says a conversation was deleted elsewhere: it leaves the list. A conversation can
+   * also leave the first page for being old, so ask the server before closing it.
+   */
+  function noticeDeleted(items: ConversationSummary[]): void {
+    const was = listed;
+    listed = new Set(items.map((c) => c.id));
+    const id = conversations.currentId;
+    if (!id || !was.has(id) || listed.has(id)) return;
+    load(id).catch((err: { code?: string }) => {
+      if (err.code !== 'not_found' || conversations.currentId !== id) return;
+      forget(id);
+      conversations.open(null);
+      conversations.notice = 'This conversation was deleted in another window.';
+    });
+  }
+
   function runFields() {
     return {
       ...(prefs.mode ? { mode: prefs.mode } : {}),
@@ -248,25 +293,91 @@ export const useChatStore = defineStore('chat', () => {
     };
   }
 
-  /** Send a message (queued by the server when a run is active). Throws when the server refuses. */
-  async function send(input: SendInput): Promise<void> {
+  /**
+   * Send a message (queued by the server when a run is active). Resolves once the server took it;
+   * rejects when the server refuses. While the server is away the message waits here, shown as
+   * pending, and goes out once on reconnect (never also from the transport's own outbox: nothing
+   * is handed to a socket that is not open, and a resend keeps its clientRequestId, which the
+   * server answers with the first outcome).
+   */
+  function send(input: SendInput): Promise<void> {
     sendError.value = null;
-    const id = conversations.currentId;
-    const s = state(id ?? DRAFT);
+    const key = conversations.currentId ?? DRAFT;
+    state(key).error = null;
     const clientRequestId = newId('req');
-    const optimistic = !s.running;
-    if (optimistic) s.pendingUser = { id: `pending-${clientRequestId}`, role: 'user', content: blocksOf(input), createdAt: Date.now(), meta: { pending: true } };
-    s.error = null;
-    try {
-      const data = await client().request<{ conversationId?: string } | undefined>({
+    const message: Message = { id: `pending-${clientRequestId}`, role: 'user', content: blocksOf(input), createdAt: Date.now(), meta: { pending: true } };
+    sentTick.value++;
+    return new Promise<void>((resolve, reject) => {
+      settlers.set(clientRequestId, { resolve, reject });
+      outbox.push({ key, clientRequestId, text: input.text, wire: wireAttachments(input), fields: runFields(), message, inFlight: false, attempt: 0 });
+      flush();
+    });
+  }
+
+  /** Messages of a conversation still waiting for the server (not handed to it yet). */
+  function outboxOf(key: string): Message[] {
+    return outbox.filter((o) => o.key === key && !o.inFlight).map((o) => o.message);
+  }
+
+  function flush(): void {
+    if (client().status.state !== 'open') return;
+    for (const item of outbox) {
+      if (item.inFlight) continue;
+      // The draft's first message creates the conversation; the next ones wait to be sent to it.
+      if (item.key === DRAFT && outbox.some((o) => o.key === DRAFT && o.inFlight)) continue;
+      deliver(item);
+    }
+  }
+
+  function settle(item: OutboxItem, err?: Error): void {
+    const at = outbox.indexOf(item);
+    if (at >= 0) outbox.splice(at, 1);
+    const fns = settlers.get(item.clientRequestId);
+    settlers.delete(item.clientRequestId);
+    if (err) fns?.reject(err);
+    else fns?.resolve();
+  }
+
+  function deliver(item: OutboxItem): void {
+    const s = state(item.key);
+    const id = item.key === DRAFT ? undefined : item.key;
+    const attempt = ++item.attempt;
+    item.inFlight = true;
+    if (!s.running) s.pendingUser = item.message;
+    client()
+      .request<{ conversationId?: string } | undefined>({
         type: 'chat_queue',
-        item: { action: 'send', clientRequestId, text: input.text, ...wireAttachments(input), ...runFields(), ...(id ? { conversationId: id } : {}) },
+        item: { action: 'send', clientRequestId: item.clientRequestId, text: item.text, ...item.wire, ...item.fields, ...(id ? { conversationId: id } : {}) },
+      })
+      .then((data) => {
+        if (!outbox.includes(item)) return;
+        settle(item);
+        if (!id) adoptDraft(data?.conversationId);
+        flush();
+      })
+      .catch((err: Error) => {
+        if (!outbox.includes(item) || item.attempt !== attempt) return;
+        if ((err as { code?: string }).code === 'timeout' && client().status.state !== 'open') {
+          // Its socket went away: it goes again on reconnect (the status handler freed it already).
+          item.inFlight = false;
+          return;
+        }
+        const st = state(item.key);
+        if (st.pendingUser?.id === item.message.id) st.pendingUser = null;
+        sendError.value = err.message;
+        settle(item, err);
+        flush();
       });
-      if (!id) adoptDraft(data?.conversationId);
-    } catch (err) {
-      if (s.pendingUser?.id === `pending-${clientRequestId}`) s.pendingUser = null;
-      sendError.value = (err as Error).message;
-      throw err;
+  }
+
+  /** The socket went away: what was in flight goes again, as waiting, once it is back. */
+  function requeueInFlight(): void {
+    for (const item of outbox) {
+      if (!item.inFlight) continue;
+      item.inFlight = false;
+      item.attempt++;
+      const st = states[item.key];
+      if (st?.pendingUser?.id === item.message.id) st.pendingUser = null;
     }
   }
 
@@ -276,6 +387,7 @@ export const useChatStore = defineStore('chat', () => {
     const draft = state(DRAFT);
     const target = state(newIdValue);
     if (draft.pendingUser && !target.messages.some((m) => m.role === 'user')) target.pendingUser = draft.pendingUser;
+    for (const o of outbox) if (o.key === DRAFT) o.key = newIdValue;
     states[DRAFT] = emptyState(DRAFT);
     if (!conversations.items.some((c) => c.id === newIdValue)) {
       conversations.upsert({ id: newIdValue, title: null, createdAt: Date.now(), updatedAt: Date.now(), running: true });
@@ -316,6 +428,7 @@ export const useChatStore = defineStore('chat', () => {
     const at = s.messages.findIndex((m) => m.id === messageId);
     const clientRequestId = newId('req');
     const before = s.messages;
+    sentTick.value++;
     if (at >= 0) s.messages = s.messages.slice(0, at);
     s.pendingUser = { id: `pending-${clientRequestId}`, role: 'user', content: blocksOf(input), createdAt: Date.now(), meta: { pending: true } };
     s.error = null;
@@ -353,6 +466,7 @@ export const useChatStore = defineStore('chat', () => {
     const clientRequestId = newId('req');
     const before = s.messages;
     const pendingId = `pending-${clientRequestId}`;
+    sentTick.value++;
     s.messages = s.messages.slice(0, at);
     s.pendingUser = { ...last, id: pendingId, meta: { ...last.meta, pending: true } };
     const { error, editedFiles } = s;
@@ -424,5 +538,5 @@ export const useChatStore = defineStore('chat', () => {
     return text ? (text.length > 60 ? `${text.slice(0, 57)}…` : text) : 'New conversation';
   }
 
-  return { states, prefs, titleOf, editRequest, sendError, current, currentKey, state, init, subscribe, leave, forget, send, stop, answerQuestion, approvalsOf, decideApproval, editResend, regenerate, retry, compactNow, dismissCompactionNotice, queueAction, savePrefs, loadOlder };
+  return { states, prefs, sentTick, outboxOf, titleOf, editRequest, sendError, current, currentKey, state, init, subscribe, leave, forget, send, stop, answerQuestion, approvalsOf, decideApproval, editResend, regenerate, retry, compactNow, dismissCompactionNotice, queueAction, savePrefs, loadOlder };
 });

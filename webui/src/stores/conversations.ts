@@ -42,6 +42,8 @@ export const useConversationsStore = defineStore('conversations', () => {
   const view = ref<View>(initial.view);
   const loaded = ref(false);
   const error = ref<string | null>(null);
+  /** Why the open conversation went away (deleted in another window); cleared by the next open. */
+  const notice = ref<string | null>(null);
   let searchSeq = 0;
   // The gateway answers every conversations.list, searches included, with a `conversations`
   // message as well as the reply. While a search is in flight such a message is its echo (a
@@ -112,6 +114,7 @@ export const useConversationsStore = defineStore('conversations', () => {
   }
 
   function open(id: string | null): void {
+    notice.value = null;
     currentId.value = id;
     view.value = 'chat';
     writeRoute('chat', id);
@@ -167,5 +170,5 @@ export const useConversationsStore = defineStore('conversations', () => {
     if (currentId.value === id) open(null);
   }
 
-  return { items, search, visible, current, currentId, view, loaded, error, init, refresh, setSearch, open, showSettings, showScheduled, showMemory, upsert, setRunning, rename, remove };
+  return { items, notice, search, visible, current, currentId, view, loaded, error, init, refresh, setSearch, open, showSettings, showScheduled, showMemory, upsert, setRunning, rename, remove };
 });
