@@ -70,6 +70,9 @@ describe.skipIf(!hasChromium)('WebUI chat (e2e)', () => {
     const preview = page.getByTestId('attachment-preview');
     await preview.waitFor();
     await page.waitForFunction(() => (document.querySelector('[data-testid="attachment-preview"]') as HTMLImageElement | null)?.naturalWidth === 8);
+    // Enter sends once every upload is in (Send stays disabled meanwhile).
+    await expect.poll(() => page.locator('[data-testid="attachment"][data-status="uploading"]').count()).toBe(0);
+    await expect.poll(() => page.getByTestId('send-button').isEnabled()).toBe(true);
     await box.press('Enter');
     await lastReply(page).getByText('Echo: line one line two [images: 1] [files: notes.txt]').waitFor();
     await waitIdle(page);
