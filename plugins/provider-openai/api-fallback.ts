@@ -7,10 +7,9 @@
  * straight to Chat Completions. Deleting the file (or an entry) makes the next request try
  * Responses again, e.g. after upgrading the server.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { z } from 'zod';
 import type { Logger } from '../../plugin-api.js';
+import { queueJsonWrite, readJsonFile } from './remembered-file.js';
 
 const EntrySchema = z.object({ api: z.literal('chat'), reason: z.string().max(1000), checkedAt: z.number() });
 const FallbackFileSchema = z.object({ version: z.literal(1), baseUrls: z.record(z.string(), EntrySchema) });
@@ -88,39 +87,16 @@ export class ApiFallbacks {
 
   private save(file: string): void {
     const body: FallbackFile = { version: 1, baseUrls: Object.fromEntries(this.entries) };
-    this.writing = this.writing
-      .then(async () => {
-        await fs.promises.mkdir(path.dirname(file), { recursive: true });
-        const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
-        await fs.promises.writeFile(tmp, JSON.stringify(body, null, 2) + '\n');
-        await fs.promises.rename(tmp, file);
-      })
-      .catch((err) => this.logger?.warn(`cannot save ${file}: ${(err as Error).message}`));
+    this.writing = queueJsonWrite(this.writing, file, body, this.logger);
   }
 
   private load(): void {
     if (this.loaded || !this.file) return;
     this.loaded = true;
-    let text: string;
-    try {
-      text = fs.readFileSync(this.file, 'utf8');
-    } catch {
-      return; // nothing recorded yet
-    }
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      this.logger?.warn(`${this.file} is not valid JSON; trying the Responses API again`);
-      return;
-    }
-    const r = FallbackFileSchema.safeParse(json);
-    if (!r.success) {
-      this.logger?.warn(`${this.file}: ${r.error.issues[0]!.path.join('.') || '(root)'}: ${r.error.issues[0]!.message}; trying the Responses API again`);
-      return;
-    }
+    const data = readJsonFile(this.file, FallbackFileSchema, this.logger, 'trying the Responses API again');
+    if (!data) return;
     // Oldest first, so the bound drops the stalest; answers from this process win over the file's.
-    const sorted = Object.entries(r.data.baseUrls).sort((a, b) => a[1].checkedAt - b[1].checkedAt).slice(-MAX_ENTRIES);
+    const sorted = Object.entries(data.baseUrls).sort((a, b) => a[1].checkedAt - b[1].checkedAt).slice(-MAX_ENTRIES);
     const mine = [...this.entries];
     this.entries = new Map(sorted);
     for (const [k, v] of mine) this.entries.set(k, v);

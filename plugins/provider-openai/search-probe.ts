@@ -5,10 +5,9 @@
  * `$LIVEAGENT_HOME/openai-search-probe.json`, and later requests go without search. Deleting the
  * file (or a model entry) makes the next request ask again.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { z } from 'zod';
 import type { Logger } from '../../plugin-api.js';
+import { queueJsonWrite, readJsonFile } from './remembered-file.js';
 
 const ProbeFileSchema = z.object({
   version: z.literal(1),
@@ -63,38 +62,15 @@ export class SearchProbe {
     if (!this.file) return;
     const file = this.file;
     const body: ProbeFile = { version: 1, models: Object.fromEntries(this.answers) };
-    this.writing = this.writing
-      .then(async () => {
-        await fs.promises.mkdir(path.dirname(file), { recursive: true });
-        const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
-        await fs.promises.writeFile(tmp, JSON.stringify(body, null, 2) + '\n');
-        await fs.promises.rename(tmp, file);
-      })
-      .catch((err) => this.logger?.warn(`cannot save ${file}: ${(err as Error).message}`));
+    this.writing = queueJsonWrite(this.writing, file, body, this.logger);
   }
 
   private load(): void {
     if (this.loaded || !this.file) return;
     this.loaded = true;
-    let text: string;
-    try {
-      text = fs.readFileSync(this.file, 'utf8');
-    } catch {
-      return; // no answers yet
-    }
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      this.logger?.warn(`${this.file} is not valid JSON; probing hosted search again`);
-      return;
-    }
-    const r = ProbeFileSchema.safeParse(json);
-    if (!r.success) {
-      this.logger?.warn(`${this.file}: ${r.error.issues[0]!.path.join('.') || '(root)'}: ${r.error.issues[0]!.message}; probing hosted search again`);
-      return;
-    }
+    const data = readJsonFile(this.file, ProbeFileSchema, this.logger, 'probing hosted search again');
+    if (!data) return;
     // Answers recorded in this process before the load win over the file's.
-    for (const [k, v] of Object.entries(r.data.models)) if (!this.answers.has(k)) this.answers.set(k, v);
+    for (const [k, v] of Object.entries(data.models)) if (!this.answers.has(k)) this.answers.set(k, v);
   }
 }
