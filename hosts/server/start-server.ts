@@ -111,6 +111,11 @@ export async function startServer(options: StartServerOptions = {}): Promise<Run
     const actual = (srv.address() as AddressInfo).port;
     const url = `http://${urlHost(host)}:${actual}`;
     log(`LiveAgent is running at ${url}/#token=${token}`);
+    // A newcomer's first start: say where to go before the first message fails.
+    const current = kernel.settings.get();
+    if (!kernel.runtime.providers().some((p) => p.isConfigured(current))) {
+      log('No model provider is set up yet: open that address to connect one (Claude, OpenAI, Gemini or a custom endpoint), or set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY and start again.');
+    }
     // The server host runs the scheduled tasks (the chat CLI never does); a failure to start them stops nothing else.
     await kernel.services
       .get<CronService>(CRON_SERVICE)

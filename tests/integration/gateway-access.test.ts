@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import os from 'node:os';
+import { startServer } from '../../hosts/server/start-server.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TestClient, boot, cleanup, refusedStatus } from './gateway-harness.js';
 
@@ -54,6 +56,19 @@ describe('gateway access (checked before the upgrade)', () => {
     expect(fs.readFileSync(file, 'utf8').trim()).toBe(b.server.token);
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
     expect(b.lines).toEqual([`LiveAgent is running at http://127.0.0.1:${b.server.port}/#token=${b.server.token}`]);
+  });
+
+  it('without any configured provider, the start says where to set one up', async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'la-gw-noprov-'));
+    const lines: string[] = [];
+    const server = await startServer({ port: 0, home, builtins: [], settings: {}, thirdParty: false, log: (l) => lines.push(l), webuiDir: path.join(home, 'no-webui') });
+    try {
+      expect(lines[0]).toMatch(/^LiveAgent is running at http:\/\/127\.0\.0\.1:\d+\/#token=/);
+      expect(lines.slice(1)).toEqual([expect.stringMatching(/^No model provider is set up yet: open that address to connect one .*ANTHROPIC_API_KEY/)]);
+    } finally {
+      await server.close();
+      fs.rmSync(home, { recursive: true, force: true });
+    }
   });
 
   it('serves /api/health, the no-build page, and the built WebUI with content types and the SPA fallback', async () => {
