@@ -186,6 +186,9 @@ export function createModel(opts: { workdir: string; gatesDir: string }): { scri
           },
           5,
         );
+      case '/plain':
+        // A fence without a language holding plain prose (auto-detection once called it css).
+        return reply({ text: 'Here:\n\n```\nremember to buy milk\nand call the bank today\n```\n' });
       case '/search':
         return reply({
           webSearch: {

@@ -47,6 +47,9 @@ function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!);
 }
 
+/** Auto-detection relevance below which a fence without a language stays plain text. */
+const AUTO_MIN_RELEVANCE = 7;
+
 /** Highlight code; unknown languages fall back to auto-detection for short snippets only (it is costly). */
 export function highlight(code: string, lang?: string): { html: string; language: string } {
   const name = (lang ?? '').trim().split(/\s+/)[0]!.toLowerCase();
@@ -54,7 +57,8 @@ export function highlight(code: string, lang?: string): { html: string; language
     if (name && hljs.getLanguage(name)) return { html: hljs.highlight(code, { language: name, ignoreIllegals: true }).value, language: name };
     if (!name && code.length < 4000) {
       const r = hljs.highlightAuto(code);
-      return { html: r.value, language: r.language ?? '' };
+      // A weak guess (plain prose scores a little as css or ini) is shown as text, not mislabelled.
+      if (r.language && r.relevance >= AUTO_MIN_RELEVANCE) return { html: r.value, language: r.language };
     }
   } catch {
     // fall through to plain text
