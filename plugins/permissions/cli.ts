@@ -7,19 +7,14 @@
  * AskUserQuestion share one stdin. A bad line gets one diagnostic and the approval stays pending;
  * when stdin ends, pending approvals wait for their deadline (then they are denied).
  */
-import readline from 'node:readline';
 import { z } from 'zod';
 import type { Disposable } from '../../plugin-api.js';
 import { DECISIONS, type ApprovalRequest, type Decision, type Settlement } from './events.js';
 import { describeOutcome, type PendingApprovals } from './pending.js';
 import type { PermissionsService } from './service.js';
+import { diagnostics, LazyLineReader, parseLine, type CliIo } from '../tool-shared/cli-lines.js';
 
-/** The shape of `ChatIo` in hosts/cli/chat.ts (plugins may not import hosts). */
-export interface CliIo {
-  stdout: NodeJS.WritableStream;
-  stderr: NodeJS.WritableStream;
-  stdin?: NodeJS.ReadableStream;
-}
+export type { CliIo };
 
 /** Matches `CliInteraction` / `CliAttachment` in hosts/cli/chat.ts. */
 export interface CliInteraction {
@@ -32,60 +27,37 @@ const DecisionLineSchema = z.object({
   conversation_id: z.string().optional(),
 });
 
-const oneLine = (s: string) => s.replace(/\s*\n\s*/g, ' ');
-
 export function createCliInteraction(table: PendingApprovals, service: PermissionsService): CliInteraction {
   return {
     attach(session) {
       const { io, conversationId } = session;
-      const diag = (msg: string) => io.stderr.write(`liveagent: ${oneLine(msg)}\n`);
+      const diag = diagnostics(io);
       const subs: Disposable[] = [];
-      let rl: readline.Interface | undefined;
-      let stdinEnded = false;
       const human = session.json ? undefined : new HumanPrompter(io, service, conversationId, diag);
 
       const onLine = (line: string) => {
         if (human) return human.line(line);
-        if (!line.trim()) return;
-        let raw: unknown;
+        const d = parseLine(line, DecisionLineSchema, { conversationId, diag, what: 'approval', expected: '{"item_id": "<toolCallId>", "decision": "approve" | "deny" | "approve_session"}' });
+        if (!d) return;
         try {
-          raw = JSON.parse(line);
-        } catch {
-          return diag('approval ignored: the line is not JSON (expected {"item_id": "<toolCallId>", "decision": "approve" | "deny" | "approve_session"})');
-        }
-        const r = DecisionLineSchema.safeParse(raw);
-        if (!r.success) {
-          const i = r.error.issues[0]!;
-          return diag(`approval ignored: ${i.path.length ? `${i.path.join('.')}: ` : ''}${i.message}`);
-        }
-        if (r.data.conversation_id !== undefined && r.data.conversation_id !== conversationId) {
-          return diag(`approval ignored: conversation_id "${r.data.conversation_id}" is not this run's conversation "${conversationId}"`);
-        }
-        try {
-          service.decide({ toolCallId: r.data.item_id, conversationId, decision: r.data.decision });
+          service.decide({ toolCallId: d.item_id, conversationId, decision: d.decision });
         } catch (err) {
           diag(`approval ignored: ${(err as Error).message}`);
         }
       };
 
       // stdin is read only once an approval is pending, so a run that needs none leaves it alone.
-      const startReading = () => {
-        if (rl || !io.stdin) return;
-        rl = readline.createInterface({ input: io.stdin, crlfDelay: Infinity, terminal: false });
-        rl.on('line', onLine);
-        rl.on('close', () => {
-          stdinEnded = true;
-          const waiting = table.list(conversationId).length;
-          if (!waiting) return;
-          if (human) io.stderr.write('\n');
-          diag(`stdin ended; ${waiting === 1 ? 'the approval stays' : `${waiting} approvals stay`} pending until the deadline, then ${waiting === 1 ? 'it is' : 'they are'} denied`);
-        });
-      };
+      const reader = new LazyLineReader(io, onLine, () => {
+        const waiting = table.list(conversationId).length;
+        if (!waiting) return;
+        if (human) io.stderr.write('\n');
+        diag(`stdin ended; ${waiting === 1 ? 'the approval stays' : `${waiting} approvals stay`} pending until the deadline, then ${waiting === 1 ? 'it is' : 'they are'} denied`);
+      });
 
       const asked = (r: ApprovalRequest) => {
         if (r.conversationId !== conversationId) return;
-        startReading();
-        if (stdinEnded) diag(`stdin has ended: approval "${r.toolCallId}" stays pending until the deadline, then it is denied`);
+        reader.start();
+        if (reader.ended) diag(`stdin has ended: approval "${r.toolCallId}" stays pending until the deadline, then it is denied`);
         human?.enqueue(r);
       };
       subs.push(table.onAsked(asked));
@@ -101,11 +73,7 @@ export function createCliInteraction(table: PendingApprovals, service: Permissio
         awaitingInput: () => !!human?.waiting(),
         dispose() {
           for (const s of subs.splice(0)) s.dispose();
-          if (rl) {
-            rl.removeAllListeners('close');
-            rl.close();
-          }
-          io.stdin?.pause();
+          reader.close();
         },
       };
     },

@@ -6,20 +6,15 @@
  * A bad line gets one diagnostic line on stderr and the question stays pending. When stdin ends,
  * pending questions wait for their deadline.
  */
-import readline from 'node:readline';
 import { z } from 'zod';
 import type { Disposable } from '../../plugin-api.js';
 import type { Answer } from './answers.js';
 import type { PendingQuestion, PendingQuestions, Settlement } from './pending.js';
 import { describeOutcome } from './pending.js';
 import type { AskUserQuestionService } from './service.js';
+import { diagnostics, LazyLineReader, parseLine, type CliIo } from '../tool-shared/cli-lines.js';
 
-/** The shape of `ChatIo` in hosts/cli/chat.ts (plugins may not import hosts). */
-export interface CliIo {
-  stdout: NodeJS.WritableStream;
-  stderr: NodeJS.WritableStream;
-  stdin?: NodeJS.ReadableStream;
-}
+export type { CliIo };
 
 /** Matches `CliInteraction` / `CliAttachment` in hosts/cli/chat.ts (the host routes each stdin line to the interaction that owns it). */
 export interface CliInteraction {
@@ -33,60 +28,38 @@ const AnswerLineSchema = z.object({
   conversation_id: z.string().optional(),
 });
 
-const oneLine = (s: string) => s.replace(/\s*\n\s*/g, ' ');
 
 export function createCliInteraction(table: PendingQuestions, service: AskUserQuestionService): CliInteraction {
   return {
     attach(session) {
       const { io, conversationId } = session;
-      const diag = (msg: string) => io.stderr.write(`liveagent: ${oneLine(msg)}\n`);
+      const diag = diagnostics(io);
       const subs: Disposable[] = [];
-      let rl: readline.Interface | undefined;
-      let stdinEnded = false;
       const human = session.json ? undefined : new HumanPrompter(io, service, conversationId, diag);
 
       const onLine = (line: string) => {
         if (human) return human.line(line);
-        if (!line.trim()) return;
-        let raw: unknown;
+        const a = parseLine(line, AnswerLineSchema, { conversationId, diag, what: 'answer', expected: '{"item_id": "<toolCallId>", "request_json": "<answers array as JSON>"}' });
+        if (!a) return;
+        const requestJson = typeof a.request_json === 'string' ? a.request_json : JSON.stringify(a.request_json);
         try {
-          raw = JSON.parse(line);
-        } catch {
-          return diag(`answer ignored: the line is not JSON (expected {"item_id": "<toolCallId>", "request_json": "<answers array as JSON>"})`);
-        }
-        const r = AnswerLineSchema.safeParse(raw);
-        if (!r.success) {
-          const i = r.error.issues[0]!;
-          return diag(`answer ignored: ${i.path.length ? `${i.path.join('.')}: ` : ''}${i.message}`);
-        }
-        if (r.data.conversation_id !== undefined && r.data.conversation_id !== conversationId) {
-          return diag(`answer ignored: conversation_id "${r.data.conversation_id}" is not this run's conversation "${conversationId}"`);
-        }
-        const requestJson = typeof r.data.request_json === 'string' ? r.data.request_json : JSON.stringify(r.data.request_json);
-        try {
-          service.answer({ toolCallId: r.data.item_id, conversationId, requestJson });
+          service.answer({ toolCallId: a.item_id, conversationId, requestJson });
         } catch (err) {
           diag(`answer ignored: ${(err as Error).message}`);
         }
       };
 
       // stdin is read only once a question is asked, so a run without questions leaves it alone.
-      const startReading = () => {
-        if (rl || !io.stdin) return;
-        rl = readline.createInterface({ input: io.stdin, crlfDelay: Infinity, terminal: false });
-        rl.on('line', onLine);
-        rl.on('close', () => {
-          stdinEnded = true;
-          const waiting = table.list(conversationId);
-          if (waiting.length && human) io.stderr.write('\n');
-          if (waiting.length) diag(`stdin ended; ${waiting.length === 1 ? 'the question stays' : `${waiting.length} questions stay`} pending until ${waiting.some((q) => q.deadlineAt === null) ? 'the run is stopped' : 'the timeout'}`);
-        });
-      };
+      const reader = new LazyLineReader(io, onLine, () => {
+        const waiting = table.list(conversationId);
+        if (waiting.length && human) io.stderr.write('\n');
+        if (waiting.length) diag(`stdin ended; ${waiting.length === 1 ? 'the question stays' : `${waiting.length} questions stay`} pending until ${waiting.some((q) => q.deadlineAt === null) ? 'the run is stopped' : 'the timeout'}`);
+      });
 
       const asked = (q: PendingQuestion) => {
         if (q.conversationId !== conversationId) return;
-        startReading();
-        if (stdinEnded) diag(`stdin has ended: question "${q.toolCallId}" stays pending until ${q.deadlineAt === null ? 'the run is stopped' : 'the timeout'}`);
+        reader.start();
+        if (reader.ended) diag(`stdin has ended: question "${q.toolCallId}" stays pending until ${q.deadlineAt === null ? 'the run is stopped' : 'the timeout'}`);
         human?.enqueue(q);
       };
       subs.push(table.onAsked(asked));
@@ -102,12 +75,7 @@ export function createCliInteraction(table: PendingQuestions, service: AskUserQu
         awaitingInput: () => !!human?.waiting(),
         dispose() {
           for (const s of subs.splice(0)) s.dispose();
-          if (rl) {
-            rl.removeAllListeners('close');
-            rl.close();
-          }
-          // Without this a piped stdin keeps the process alive after the run has ended.
-          io.stdin?.pause();
+          reader.close();
         },
       };
     },
