@@ -13,6 +13,7 @@
 import type { ContentBlock, DocumentBlock, ImageBlock, Message, ToolResultBlock } from '../../plugin-api.js';
 import { attachmentReference, documentFallback } from '../provider-shared/attachments.js';
 import { foreignThinking, normalizeToolCallId, toolResultText } from '../provider-shared/history.js';
+import { WindowPrefix } from '../provider-shared/window-prefix.js';
 
 /** A wire content block (the SDK's ContentBlockParam, kept loose: raw provider blocks travel back as they came). */
 export type WireBlock = { type: string; [key: string]: unknown };
@@ -182,20 +183,11 @@ function blocksOf(m: Message, providerId: string): WireBlock[] {
   return blocks;
 }
 
-/**
- * Where the last conversion of a window stopped, keyed by the window's first message: a tool loop
- * sends the same messages plus the new round's each time, so the next conversion takes only those
- * (the pass over the whole list, not just each message's blocks, is what grew with the loop). A
- * window whose prefix differs (truncated, compacted, pruned: new objects) starts over; an entry
- * goes with its first message.
- */
-interface Progress {
-  providerId: string;
-  /** The messages consumed, in order (compared by identity). */
-  consumed: Message[];
-  builder: TurnBuilder;
-}
-const progress = new WeakMap<Message, Progress>();
+/** Where the last conversion of a window stopped (see WindowPrefix): only new messages are converted. */
+const progress = new WindowPrefix<TurnBuilder>(
+  () => new TurnBuilder(),
+  (builder, m, _i, providerId) => builder[m.role === 'assistant' ? 'assistant' : 'user'](blocksOf(m, providerId)),
+);
 
 /** Convert the history. `providerId` decides whose thinking and searches may travel back. */
 export function toAnthropicMessages(messages: Message[], providerId: string): WireMessage[] {
@@ -203,27 +195,9 @@ export function toAnthropicMessages(messages: Message[], providerId: string): Wi
   const tail = messages[end - 1];
   // A trailing assistant turn would be read as a prefill; one cut short (error, abort) is not meant as one.
   if (tail?.role === 'assistant' && (tail.meta?.partial === true || tail.stopReason === 'error' || tail.stopReason === 'aborted')) end--;
-  const first = messages[0];
-  let p = first ? progress.get(first) : undefined;
-  if (!p || p.providerId !== providerId || !continues(p.consumed, messages, end)) {
-    p = { providerId, consumed: [], builder: new TurnBuilder() };
-    if (first) progress.set(first, p);
-  }
-  for (let i = p.consumed.length; i < end; i++) {
-    const m = messages[i]!;
-    p.builder[m.role === 'assistant' ? 'assistant' : 'user'](blocksOf(m, providerId));
-    p.consumed.push(m);
-  }
-  const out = p.builder.result();
+  const out = progress.advance(messages, end, providerId).result();
   if (out[0]?.role === 'assistant') out.unshift({ role: 'user', content: [{ type: 'text', text: CONTINUATION_TEXT }] });
   return out;
-}
-
-/** The first `consumed.length` of `messages` (within `end`) are exactly those. */
-function continues(consumed: Message[], messages: Message[], end: number): boolean {
-  if (consumed.length > end) return false;
-  for (let i = consumed.length - 1; i >= 0; i--) if (consumed[i] !== messages[i]) return false;
-  return true;
 }
 
 /**

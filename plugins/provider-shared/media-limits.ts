@@ -15,6 +15,7 @@
 import type { ContentBlock, DocumentBlock, ImageBlock, Message, ToolResultContent } from '../../plugin-api.js';
 import { imageSize, type ImageMime } from '../tool-shared/image.js';
 import { documentFallback, formatSize } from './attachments.js';
+import { WindowPrefix } from './window-prefix.js';
 
 /** What one provider accepts in one request. Sizes are base64 characters, as they travel. */
 export interface MediaLimits {
@@ -114,31 +115,23 @@ function sideOf(img: ImageBlock): number | undefined {
   return dims ? Math.max(dims.width, dims.height) : undefined;
 }
 
-/** Whether a message carries media, remembered per message: a tool loop's history is scanned every round. */
-const carriesMedia = new WeakMap<Message, boolean>();
-function hasMedia(msg: Message): boolean {
-  let has = carriesMedia.get(msg);
-  if (has === undefined) {
-    has = msg.content.some((block) => block.type === 'image' || block.type === 'document' || (block.type === 'tool_result' && block.content.some((c) => c.type === 'image')));
-    carriesMedia.set(msg, has);
-  }
-  return has;
+/** A message's media items, at message index `m`. */
+function collect(items: Item[], msg: Message, m: number): void {
+  msg.content.forEach((block, b) => {
+    if ((block.type === 'image' || block.type === 'document') && (block.data || block.type === 'document')) items.push({ m, b, block });
+    else if (block.type === 'tool_result') block.content.forEach((c, ci) => c.type === 'image' && c.data && items.push({ m, b, c: ci, block: c }));
+  });
 }
 
-function itemsOf(messages: Message[]): Item[] {
-  const out: Item[] = [];
-  messages.forEach((msg, m) => {
-    if (!hasMedia(msg)) return;
-    msg.content.forEach((block, b) => {
-      if ((block.type === 'image' || block.type === 'document') && (block.data || block.type === 'document')) out.push({ m, b, block });
-      else if (block.type === 'tool_result') block.content.forEach((c, ci) => c.type === 'image' && c.data && out.push({ m, b, c: ci, block: c }));
-    });
-  });
-  return out;
+/** The media of a window, found once per message: a tool loop's history is scanned every round. */
+const scanned = new WindowPrefix<Item[]>(() => [], collect);
+
+function itemsOf(messages: Message[]): readonly Item[] {
+  return scanned.advance(messages);
 }
 
 /** Why each item cannot go (key `m:b[:c]`), spending the budgets from the newest item back. */
-function decide(items: Item[], limits: MediaLimits, maxSide: number | undefined): Map<string, string> {
+function decide(items: readonly Item[], limits: MediaLimits, maxSide: number | undefined): Map<string, string> {
   const out = new Map<string, string>();
   let images = 0;
   let imageChars = 0;
