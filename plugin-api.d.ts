@@ -63,6 +63,12 @@ export interface TextBlock {
   type: 'text';
   text: string;
   citations?: Citation[];
+  /**
+   * An opaque signature the provider put on this very text (Gemini's `thoughtSignature` on a
+   * text part). Contract: the provider that produced the message (`Message.provider`) sends it
+   * back unchanged on the same text; every other provider ignores it.
+   */
+  signature?: string;
 }
 
 /**

@@ -9,8 +9,11 @@
  * Thinking rule:
  * - Our own thought summaries are NOT sent back (the model does not read them); their
  *   `thoughtSignature` is. A signed Gemini thinking block puts its signature on the next text
- *   part of the turn, or on an empty text part where it stood: that is where the API put it
- *   (on the first answer part, or in a trailing empty part when streaming).
+ *   part of the turn, or on an empty text part where it stood (histories written before text
+ *   blocks kept their own signatures stored them that way).
+ * - A text block's own `signature` (TextBlock.signature) goes back on that same text part, when
+ *   the message came from this provider. Signatures on text parts are not strictly validated by
+ *   the API (only functionCall ones are), so the streamed parts travel joined as one part.
  * - A function call's signature travels on the functionCall part (ToolCallBlock.providerData),
  *   which the API validates strictly.
  * - Thinking from another provider is dropped (default) or, with `foreignThinking: 'text'`,
@@ -57,7 +60,7 @@ function responsePart(r: ToolResultBlock, call: PendingCall): WirePart {
   return { functionResponse: fr };
 }
 
-function modelParts(content: ContentBlock[], providerId: string, thinkingAsText: boolean): WirePart[] {
+function modelParts(content: ContentBlock[], providerId: string, thinkingAsText: boolean, own: boolean): WirePart[] {
   const out: WirePart[] = [];
   let pending: string | undefined;
   const flush = () => {
@@ -67,9 +70,13 @@ function modelParts(content: ContentBlock[], providerId: string, thinkingAsText:
   for (const b of content) {
     switch (b.type) {
       case 'text': {
-        if (!b.text && pending === undefined) break;
+        const sig = own && typeof b.signature === 'string' && b.signature ? b.signature : undefined;
+        if (!b.text && pending === undefined && sig === undefined) break;
+        // The text's own signature wins its part; a thinking block's signature then stands alone before it.
+        if (sig !== undefined) flush();
         const part: WirePart = { text: b.text };
-        if (pending !== undefined) part.thoughtSignature = pending;
+        const put = sig ?? pending;
+        if (put !== undefined) part.thoughtSignature = put;
         pending = undefined;
         out.push(part);
         break;
@@ -130,8 +137,8 @@ class TurnBuilder {
     } else this.contents.push({ role, parts });
   }
 
-  model(blocks: ContentBlock[], providerId: string, thinkingAsText: boolean): void {
-    const parts = modelParts(blocks, providerId, thinkingAsText);
+  model(blocks: ContentBlock[], providerId: string, thinkingAsText: boolean, own = true): void {
+    const parts = modelParts(blocks, providerId, thinkingAsText, own);
     if (!parts.length) return;
     this.answerPending();
     this.push('model', parts);
@@ -191,7 +198,8 @@ function callOf(b: ToolCallBlock): PendingCall {
 export function toGeminiContents(messages: Message[], providerId: string, thinkingAsText = false): WireContent[] {
   const turns = new TurnBuilder();
   for (const m of messages) {
-    if (m.role === 'assistant') turns.model(m.content, providerId, thinkingAsText);
+    // A message without a provider (older histories, tests) is taken as ours, as its thinking blocks say for themselves.
+    if (m.role === 'assistant') turns.model(m.content, providerId, thinkingAsText, m.provider === undefined || m.provider === providerId);
     else turns.user(m.content);
   }
   turns.answerPending();

@@ -4,10 +4,12 @@
  * the first stream. It has no retry logic, so the kernel's retry (only before any output) is the
  * only one.
  *
- * Two SDK traps handled here: `result.response` rejects whenever the stream fails, and nobody
+ * Three SDK traps handled here: `result.response` rejects whenever the stream fails, and nobody
  * else awaits it, so it is always given a catch (an unobserved rejection would crash the
- * process); and returning from `result.stream` early does not stop the download, so every
- * request runs on our own AbortController, aborted when we stop reading.
+ * process); it also holds every chunk until the stream ends, so the translator empties each
+ * one once read (stream-events.ts `releaseChunks`); and returning from `result.stream` early
+ * does not stop the download, so every request runs on our own AbortController, aborted when
+ * we stop reading.
  *
  * Contract: `stream` never throws. Every failure (bad settings, no key, HTTP error, a broken or
  * incomplete stream, a blocked prompt or reply) is exactly one `error` event, then the end.
@@ -106,7 +108,7 @@ export function createGeminiProvider(options: GeminiProviderOptions = {}): Provi
   }
 
   function stream(request: ProviderRequest, signal: AbortSignal): ProviderStream {
-    const t = new GeminiStreamTranslator(id);
+    const t = new GeminiStreamTranslator(id, true);
     const ctl = new RequestControl(signal);
     return new TranslatedStream(() => open(request, t, ctl), t, {
       end: () => t.end(ctl.callerAborted),

@@ -10,8 +10,11 @@
  * the round by itself because first-generation streams repeat STOP on every chunk.
  *
  * Signatures (see history.ts for the way back): on a functionCall part → the tool call's
- * providerData; on any other part → the open thinking block's `signature`, else a thinking block
- * of its own with empty text, placed where the signature arrived.
+ * providerData; on a thought part → the thinking block's `signature`; on a text part → the text
+ * block's own `signature` (TextBlock.signature): the open text block when it has none yet, else
+ * a new text block (empty when the part is), so each goes back on the text it came with. When
+ * streaming, Gemini often sends it on a trailing part with empty text (pydantic/pydantic-ai#3481):
+ * that signs the text block still open.
  */
 import { randomBytes } from 'node:crypto';
 import type { Citation, HostedSearchBlock, JsonObject, ProviderErrorInfo, ProviderEvent, StopReason, TextBlock, ThinkingBlock, Usage } from '../../plugin-api.js';
@@ -85,9 +88,26 @@ export class GeminiStreamTranslator {
   private grounding: Raw | undefined;
   private responseId: string | undefined;
 
-  constructor(private readonly providerId: string) {}
+  /**
+   * `releaseChunks`: empty each chunk once translated. The SDK's `generateContentStream` tees
+   * the stream and its `response` promise keeps every parsed chunk (getResponsePromise's
+   * `allResponses`, aggregated only at the end) with the three helper closures `addHelpers` put
+   * on each; nobody reads that promise here, so without this every chunk of a long reply stays
+   * alive to the end, old-space GC work growing with the reply. What the translator keeps of a
+   * chunk (text, usage, grounding) it references itself.
+   */
+  constructor(private readonly providerId: string, private readonly releaseChunks = false) {}
 
   handle(chunk: Raw): void {
+    this.translate(chunk);
+    if (this.releaseChunks) {
+      chunk.candidates = undefined;
+      chunk.usageMetadata = undefined;
+      chunk.text = chunk.functionCall = chunk.functionCalls = undefined;
+    }
+  }
+
+  private translate(chunk: Raw): void {
     if (this.failed || this.complete) return;
     if (chunk.usageMetadata) this.usage = chunk.usageMetadata;
     if (chunk.responseId) this.responseId = chunk.responseId;
@@ -120,9 +140,13 @@ export class GeminiStreamTranslator {
       this.out.push({ type: 'thinking_delta', index: s.out, text });
       return;
     }
-    if (p.thoughtSignature) this.signature(p.thoughtSignature);
-    if (text === '') return;
     let s = this.open;
+    const sig = p.thoughtSignature;
+    if (sig) {
+      if (s === undefined || s.kind !== 'text' || s.signature) s = this.start('text');
+      s.signature = sig;
+    }
+    if (text === '') return;
     if (s === undefined || s.kind !== 'text') s = this.start('text');
     s.parts.push(text);
     this.out.push({ type: 'text_delta', index: s.out, text });
@@ -137,18 +161,6 @@ export class GeminiStreamTranslator {
     return s;
   }
 
-  /** A signature on a non-call part: it signs the open thinking, else stands alone where it arrived. */
-  private signature(sig: string): void {
-    const s = this.open;
-    if (s?.kind === 'thinking' && !s.signature) {
-      s.signature = sig;
-      return;
-    }
-    const block: ThinkingBlock = { type: 'thinking', thinking: '', signature: sig, provider: this.providerId };
-    this.hasOutput = true;
-    this.out.push({ type: 'block_end', index: this.next++, block });
-  }
-
   private close(citations?: Citation[]): void {
     const s = this.open;
     if (!s) return;
@@ -156,6 +168,7 @@ export class GeminiStreamTranslator {
     if (s.kind === 'text') {
       const block: TextBlock = { type: 'text', text: s.parts.join('') };
       if (citations?.length) block.citations = citations;
+      if (s.signature) block.signature = s.signature;
       this.out.push({ type: 'block_end', index: s.out, block });
     } else {
       const block: ThinkingBlock = { type: 'thinking', thinking: s.parts.join(''), provider: this.providerId };

@@ -19,6 +19,11 @@ export interface ChatBuild {
   providerId: string;
   config: ResolvedConfig;
   reasoning: boolean;
+  /**
+   * Ask for hosted web search: `web_search_options: {}` (the guide's minimal form; only the
+   * search models take it, the probe decides when to send it).
+   */
+  search?: boolean;
 }
 
 /** OpenAI caps chat tool-call ids at 40 characters. */
@@ -48,6 +53,7 @@ export function buildChatBody(request: ProviderRequest, b: ChatBuild): Obj {
   const effort = request.lean && b.reasoning && b.config.official ? leanEffort(b.config.reasoningEffort) : (b.config.reasoningEffort ?? (b.reasoning && b.config.official ? effortForBudget(request.thinkingBudget) : undefined));
   if (effort) body.reasoning_effort = effort;
   if (b.config.official) body.prompt_cache_key = request.conversationId;
+  if (b.search) body.web_search_options = {};
   return body;
 }
 

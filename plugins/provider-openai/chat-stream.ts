@@ -7,16 +7,26 @@
  * change of kind closes the open text/thinking block, so blocks stay in the order they were
  * written. Usage comes from the extra `stream_options.include_usage` chunk (`choices: []`), so
  * blocks close and `done` is sent when the stream ends, not at `finish_reason`.
+ *
+ * Hosted search (`web_search_options` on a search model): citations arrive as `annotations`,
+ * `{type:'url_citation', url_citation:{url, title, start_index, end_index}}` (the SDK's
+ * ChatCompletionMessage.Annotation), streamed on `delta.annotations` of a chunk of their own
+ * after the text (vercel/ai openai-chat-language-model.test.ts "should stream
+ * annotations/citations"); some routes repeat them or put the list on a final
+ * `message.annotations`, so they are de-duplicated. They become `citations` on the text block
+ * they arrived in, and at the end one hosted_search block with every cited source (Chat
+ * reports no queries).
  */
-import type { ContentBlock, JsonObject, ProviderEvent, StopReason, Usage } from '../../plugin-api.js';
+import type { Citation, ContentBlock, JsonObject, ProviderEvent, SearchSource, StopReason, Usage } from '../../plugin-api.js';
 import { parseToolInput } from '../provider-shared/history.js';
 
 /** Delta fields this translator reads (a test checks the mock sends each of them). */
-export const HANDLED_CHAT_FIELDS = ['content', 'reasoning_content', 'reasoning', 'refusal', 'tool_calls', 'finish_reason', 'usage'] as const;
+export const HANDLED_CHAT_FIELDS = ['content', 'reasoning_content', 'reasoning', 'refusal', 'tool_calls', 'annotations', 'finish_reason', 'usage'] as const;
 
 interface Run {
   index: number;
   parts: string[];
+  citations?: Citation[];
 }
 interface ToolState {
   index: number;
@@ -40,6 +50,9 @@ export class ChatTranslator {
   private lastTool: ToolState | undefined;
   private usage: Usage | undefined;
   private refused = false;
+  /** Cited sources by URL, and the annotations seen (url + span), for de-duplication. */
+  private sources: Map<string, SearchSource> | undefined;
+  private seenAnnotations: Set<string> | undefined;
 
   constructor(private readonly providerId: string) {}
 
@@ -63,7 +76,9 @@ export class ChatTranslator {
           this.out.push({ type: 'text_delta', index: t.index, text: d.refusal });
         }
         if (d.tool_calls) for (const tc of d.tool_calls) this.toolDelta(tc);
+        if (d.annotations) this.annotations(d.annotations);
       }
+      if (choice.message?.annotations) this.annotations(choice.message.annotations);
       if (choice.finish_reason) this.finishReason = choice.finish_reason;
     }
     if (chunk.usage) this.usage = chatUsage(chunk.usage);
@@ -80,6 +95,7 @@ export class ChatTranslator {
     this.closeText();
     for (const t of this.openTools) this.closeTool(t);
     this.openTools = [];
+    this.emitSearch();
     if (this.usage) this.out.push({ type: 'usage', usage: this.usage });
     const stopReason = mapFinish(this.finishReason, this.tools.size > 0, this.refused);
     this.out.push(this.responseId ? { type: 'done', stopReason, responseId: this.responseId } : { type: 'done', stopReason });
@@ -101,7 +117,37 @@ export class ChatTranslator {
     const t = this.text;
     if (!t) return;
     this.text = undefined;
-    this.out.push({ type: 'block_end', index: t.index, block: { type: 'text', text: t.parts.join('') } });
+    const block: ContentBlock = t.citations?.length ? { type: 'text', text: t.parts.join(''), citations: t.citations } : { type: 'text', text: t.parts.join('') };
+    this.out.push({ type: 'block_end', index: t.index, block });
+  }
+
+  private annotations(list: Any): void {
+    if (!Array.isArray(list)) return;
+    for (const a of list) {
+      if (a?.type !== 'url_citation') continue;
+      // OpenAI nests the fields under `url_citation`; some compatible routes send them flat.
+      const c = a.url_citation ?? a;
+      if (typeof c?.url !== 'string' || !c.url) continue;
+      const title = typeof c.title === 'string' && c.title ? c.title : undefined;
+      const key = `${c.url}\u0000${c.start_index ?? ''}\u0000${c.end_index ?? ''}`;
+      const seen = (this.seenAnnotations ??= new Set());
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const sources = (this.sources ??= new Map());
+      const known = sources.get(c.url);
+      if (!known) sources.set(c.url, { title: title ?? c.url, url: c.url });
+      else if (title && known.title === c.url) known.title = title;
+      // The open text takes the citation; one that comes after its block ended still counts as a source.
+      const t = this.text;
+      if (t) (t.citations ??= []).push(title ? { url: c.url, title } : { url: c.url });
+    }
+  }
+
+  private emitSearch(): void {
+    if (!this.sources?.size) return;
+    const block: ContentBlock = { type: 'hosted_search', provider: this.providerId, queries: [], sources: [...this.sources.values()], status: 'completed' };
+    if (this.responseId) block.id = this.responseId;
+    this.out.push({ type: 'block_end', index: this.allocate(), block });
   }
 
   private thinkingDelta(r: string): void {

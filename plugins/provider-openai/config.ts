@@ -27,7 +27,7 @@ const shape = {
   api: z.enum(['responses', 'chat']).optional(),
   /** Responses: store responses server-side and chain rounds with `previous_response_id`. */
   store: z.boolean().optional(),
-  /** Responses: offer the hosted `web_search` tool (probed per model). */
+  /** Hosted web search, probed per model and API: the Responses `web_search` tool, or Chat Completions `web_search_options`. */
   webSearch: z.boolean().optional(),
   reasoningEffort: z.enum(REASONING_EFFORTS).optional(),
   /** Responses: reasoning summaries to request from reasoning models (`off` sends none). */

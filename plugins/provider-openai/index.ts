@@ -15,7 +15,8 @@
  *   defaultModel        model when none is chosen (default gpt-5)
  *   api                 'responses' | 'chat': forces one, no fallback (see above)
  *   store               Responses: store responses and chain rounds with previous_response_id (default false)
- *   webSearch           Responses: offer the hosted web_search tool, probed per model (default false)
+ *   webSearch           hosted web search, probed per model and API (default false): Responses offers the
+ *                       web_search tool; Chat Completions sends web_search_options (search models only)
  *   reasoningEffort     none | minimal | low | medium | high | xhigh (else mapped from a thinking budget)
  *   reasoningSummary    Responses: auto | concise | detailed | off (default auto, reasoning models only)
  *   maxOutputTokens     max_output_tokens / max_completion_tokens (max_tokens off api.openai.com)

@@ -255,15 +255,30 @@ export function createOpenAIProvider(options: OpenAIProviderOptions = {}): OpenA
   }
 
   async function* streamChat(client: OpenAIClient, sdk: OpenAIModule, request: ProviderRequest, cfg: ResolvedConfig, reasoning: boolean, signal: AbortSignal): AsyncGenerator<ProviderEvent> {
-    const body = buildChatBody(request, { providerId: id, config: cfg, reasoning });
-    yield { type: 'wire_request', api: 'chat.completions', body: body as JsonObject };
+    const model = request.model;
+    // Chat Completions search is `web_search_options`, which only the search models take: the probe decides, per model.
+    let search = cfg.webSearch && !request.lean && probe.supported(id, model, 'chat') !== false;
     let stream: AsyncIterable<unknown>;
-    try {
-      stream = (await client.chat.completions.create(body as never, { signal })) as unknown as AsyncIterable<unknown>;
-    } catch (err) {
-      yield errorEvent(sdk, err, signal, false);
-      return;
+    for (;;) {
+      const body = buildChatBody(request, { providerId: id, config: cfg, reasoning, search });
+      yield { type: 'wire_request', api: 'chat.completions', body: body as JsonObject };
+      try {
+        stream = (await client.chat.completions.create(body as never, { signal })) as unknown as AsyncIterable<unknown>;
+      } catch (err) {
+        // At most one retry: the same round without search, remembered for the model.
+        if (search && !signal.aborted && isSearchRefusal(err)) {
+          const reason = (err as Error).message;
+          logger?.info(`model "${model}" refused web_search_options on Chat Completions; continuing without search`, { provider: id, reason });
+          probe.refuse(id, model, reason, 'chat');
+          search = false;
+          continue;
+        }
+        yield errorEvent(sdk, err, signal, false);
+        return;
+      }
+      break;
     }
+    if (search) probe.accept(id, model, 'chat');
     const t = new ChatTranslator(id);
     const out = t.out;
     try {

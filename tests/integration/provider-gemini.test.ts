@@ -121,9 +121,8 @@ const EXPECTED: Record<string, () => ProviderEvent[]> = {
       { type: 'block_end', index: 0, block: { type: 'thinking', thinking: t1!.text! + t2!.text!, provider: 'gemini' } },
       { type: 'block_start', index: 1, block: { type: 'text' } },
       { type: 'text_delta', index: 1, text: answer!.text! },
-      // The signature arrived alone, in a trailing empty part: it gets a block of its own, where it stood.
-      { type: 'block_end', index: 2, block: { type: 'thinking', thinking: '', signature: sig!.thoughtSignature!, provider: 'gemini' } },
-      { type: 'block_end', index: 1, block: { type: 'text', text: answer!.text! } },
+      // The signature arrived alone, in a trailing empty text part: it signs the text block still open.
+      { type: 'block_end', index: 1, block: { type: 'text', text: answer!.text!, signature: sig!.thoughtSignature! } },
       { type: 'usage', usage: { inputTokens: 9, outputTokens: 90, reasoningTokens: 81 } },
       { type: 'done', stopReason: 'end', responseId: 'mockTHINKINGstreamZ9y8x7' },
     ];
