@@ -33,7 +33,7 @@ export interface StoredPage {
 }
 
 /** The subset of the history service the gateway uses (checked structurally, so a partial one still works). */
-type HistoryLike = Pick<HistoryService, 'listConversations' | 'getConversation' | 'renameConversation' | 'deleteConversation' | 'conversationExists'> & Partial<Pick<HistoryService, 'watchConversations'>>;
+type HistoryLike = Pick<HistoryService, 'listConversations' | 'getConversation' | 'renameConversation' | 'deleteConversation' | 'conversationExists'> & Partial<Pick<HistoryService, 'watchConversations' | 'setConversationMeta'>>;
 
 interface MemoryEntry {
   summary: ConversationSummary;
@@ -109,12 +109,12 @@ export class GatewayHistory {
     const svc = this.service();
     if (svc) {
       const rows = await svc.listConversations({ ...(search ? { search } : {}), limit });
-      return rows.map((r) => ({ id: r.id, title: r.title, createdAt: r.createdAt, updatedAt: r.updatedAt, provider: r.provider, model: r.model, messageCount: r.messageCount }));
+      return rows.map((r) => ({ id: r.id, title: r.title, createdAt: r.createdAt, updatedAt: r.updatedAt, provider: r.provider, model: r.model, messageCount: r.messageCount, ...(r.pinned ? { pinned: true } : {}), ...(r.snippet ? { snippet: r.snippet } : {}) }));
     }
     const needle = search?.toLowerCase();
     return [...this.memory.values()]
       .filter((e) => !needle || (e.summary.title ?? '').toLowerCase().includes(needle) || e.messages.some((m) => textOf(m).toLowerCase().includes(needle)))
-      .sort((a, b) => b.summary.updatedAt - a.summary.updatedAt)
+      .sort((a, b) => Number(!!b.summary.pinned) - Number(!!a.summary.pinned) || b.summary.updatedAt - a.summary.updatedAt)
       .slice(0, limit)
       .map((e) => ({ ...e.summary }));
   }
@@ -206,6 +206,37 @@ export class GatewayHistory {
     const svc = this.service();
     if (typeof svc?.watchConversations !== 'function') return undefined;
     return svc.watchConversations((change) => listener(change.conversationId));
+  }
+
+  /** Pin or unpin (`meta.pinned`); false when the conversation is unknown. */
+  async pin(id: string, pinned: boolean): Promise<boolean> {
+    const svc = this.service();
+    if (svc) {
+      if (typeof svc.setConversationMeta !== 'function') return false;
+      return (await svc.setConversationMeta(id, { pinned: pinned ? true : null })) !== undefined;
+    }
+    const e = this.memory.get(id);
+    if (!e) return false;
+    if (pinned) e.summary.pinned = true;
+    else delete e.summary.pinned;
+    return true;
+  }
+
+  /** Stored messages as they are (lossless), newest `limit` or those before `before`, for an export. */
+  async exportPage(id: string, before: number | undefined, limit: number): Promise<{ conversation: Record<string, unknown>; messages: unknown[]; hasMore: boolean; firstOrdinal?: number } | undefined> {
+    const svc = this.service();
+    if (svc) {
+      const c = await svc.getConversation(id, { limit, ...(before !== undefined ? { before } : {}) });
+      if (!c) return undefined;
+      const { messages, hasMore, ...conversation } = c;
+      return { conversation, messages, hasMore, ...(messages[0] ? { firstOrdinal: messages[0].ordinal } : {}) };
+    }
+    const e = this.memory.get(id);
+    if (!e) return undefined;
+    const end = before === undefined ? e.messages.length : Math.max(0, Math.min(before - 1, e.messages.length));
+    const start = Math.max(0, end - limit);
+    const messages = e.messages.slice(start, end).map((m, i) => ({ ...m, ordinal: start + i + 1 }));
+    return { conversation: { ...e.summary }, messages, hasMore: start > 0, ...(messages.length ? { firstOrdinal: start + 1 } : {}) };
   }
 
   async delete(id: string): Promise<boolean> {

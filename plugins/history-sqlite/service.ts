@@ -14,7 +14,11 @@ export const HISTORY_SERVICE = 'history';
 
 /** Options of {@link HistoryService.listConversations}. */
 export interface ListConversationsOptions {
-  /** Case-insensitive (ASCII) substring matched against the title and the text of user and assistant messages. */
+  /**
+   * Words, each matched case-insensitively as a substring of the title or of the text of user and
+   * assistant messages (full-text index); every word must match. Any text is accepted (quotes,
+   * `*`, operators are plain characters).
+   */
   search?: string;
   /** At most this many conversations (1-500, default 50). */
   limit?: number;
@@ -36,6 +40,10 @@ export interface ConversationSummary {
   model: string | null;
   /** Stored messages in every segment, partial ones included. */
   messageCount: number;
+  /** `meta.pinned` is true: listed before every unpinned conversation. */
+  pinned?: boolean;
+  /** With `search`: the text around the match in the newest matching message (absent when only the title matched). */
+  snippet?: string;
 }
 
 /** A history segment. Compaction starts a new one; the active one is what the next request carries. */
@@ -120,7 +128,7 @@ export interface ConversationChange {
 
 /** Browse and manage stored conversations. */
 export interface HistoryService {
-  /** Conversations, most recently updated first. */
+  /** Conversations, pinned ones first, then most recently updated first. */
   listConversations(options?: ListConversationsOptions): Promise<ConversationSummary[]>;
   /**
    * A conversation with its meta, segments and messages; undefined when unknown. With `page`,

@@ -13,6 +13,7 @@ import { FileIo } from '../tool-shared/abort.js';
 import { describeFsError, guarded, ToolFailure } from '../tool-shared/results.js';
 import { refuseTrailingSlash, resolveSandboxTarget } from '../tool-shared/sandbox.js';
 import { readAll, SandboxEntry } from '../tool-shared/sandbox-fs.js';
+import { diffJson, editRegionDiff } from '../tool-shared/diff-details.js';
 import { description } from './description.js';
 
 export const EditArgsSchema = z.object({
@@ -103,7 +104,7 @@ async function editEntry(entry: SandboxEntry, args: EditArgs, io: FileIo): Promi
   const span = newS.split('\n').length;
   return {
     content: [{ type: 'text', text: `Edited ${p.display}: replaced ${count} occurrence${count === 1 ? '' : 's'}.\n${snippet(next, firstLine, span)}` }],
-    details: { path: p.display, replacements: count, firstLine },
+    details: { path: p.display, replacements: count, firstLine, diff: diffJson(editRegionDiff(text, next, at[0]!, at[count - 1]! + oldS.length)) },
     editedFiles: [{ path: p.display, action: 'edit' }],
   };
 }

@@ -205,6 +205,15 @@ export function createModel(opts: { workdir: string; gatesDir: string }): { scri
         if (round === 1) return reply({ text: 'Let me check a few things.', toolUses: [bash('echo alpha'), bash('echo beta'), { id: id(), name: 'Read', input: { file_path: inWorkdir('missing.txt') } }] });
         if (round === 2) return reply({ toolUses: [{ id: id(), name: 'Write', input: { file_path: inWorkdir('src/app.ts'), content: 'export {};\n' } }] });
         return sse({ text: ['All done: two echoes, ', 'one failure, one file written.'] }, 10);
+      case '/diff': {
+        // Write a file, Edit it, Write it again: three diffs (issue 18 item 12).
+        const file = inWorkdir('notes.txt');
+        const body = Array.from({ length: 12 }, (_, i) => `note ${i + 1}`).join('\n') + '\n';
+        if (round === 1) return reply({ text: 'Writing notes.', toolUses: [{ id: id(), name: 'Write', input: { file_path: file, content: body } }] });
+        if (round === 2) return reply({ toolUses: [{ id: id(), name: 'Edit', input: { file_path: file, old_string: 'note 6\n', new_string: 'note six\nnote six and a half\n' } }] });
+        if (round === 3) return reply({ toolUses: [{ id: id(), name: 'Write', input: { file_path: file, content: body.replace('note 1\n', 'first note\n').replace('note 12\n', '') } }] });
+        return reply({ text: 'Diffs done.' });
+      }
       case '/pwd':
         if (round === 1) return reply({ toolUses: [bash('pwd')] });
         return reply({ text: 'Reported the folder.' });

@@ -53,7 +53,8 @@ export const useConversationsStore = defineStore('conversations', () => {
 
   const visible = computed(() => {
     const list = search.value.trim() ? (searchResults.value ?? filterLocal(items.value, search.value)) : items.value;
-    return [...list].sort((a, b) => b.updatedAt - a.updatedAt);
+    // Pinned first (the Pinned group), then by last activity.
+    return [...list].sort((a, b) => Number(!!b.pinned) - Number(!!a.pinned) || b.updatedAt - a.updatedAt);
   });
   const current = computed(() => items.value.find((c) => c.id === currentId.value) ?? null);
 
@@ -163,6 +164,24 @@ export const useConversationsStore = defineStore('conversations', () => {
     }
   }
 
+  /** Pin or unpin; every tab learns it from the list the server sends again. */
+  async function pin(id: string, pinned: boolean): Promise<void> {
+    const found = [items.value.find((x) => x.id === id), searchResults.value?.find((x) => x.id === id)].filter((c): c is ConversationSummary => !!c);
+    const set = (v: boolean) => {
+      for (const c of found) {
+        if (v) c.pinned = true;
+        else delete c.pinned;
+      }
+    };
+    set(pinned);
+    try {
+      await client().request({ type: 'conversations.pin', conversationId: id, pinned });
+    } catch (err) {
+      set(!pinned);
+      throw err;
+    }
+  }
+
   async function remove(id: string): Promise<void> {
     await client().request({ type: 'conversations.delete', conversationId: id });
     items.value = items.value.filter((c) => c.id !== id);
@@ -170,5 +189,5 @@ export const useConversationsStore = defineStore('conversations', () => {
     if (currentId.value === id) open(null);
   }
 
-  return { items, notice, search, visible, current, currentId, view, loaded, error, init, refresh, setSearch, open, showSettings, showScheduled, showMemory, upsert, setRunning, rename, remove };
+  return { items, notice, search, visible, current, currentId, view, loaded, error, init, refresh, setSearch, open, showSettings, showScheduled, showMemory, upsert, setRunning, rename, pin, remove };
 });
