@@ -195,11 +195,19 @@ export type ContentBlock = TextBlock | ThinkingBlock | ToolCallBlock | ImageBloc
 
 /** Token usage for one model round. */
 export interface Usage {
+  /** Input tokens not read from a prompt cache (cache reads and writes are counted apart). */
   inputTokens: number;
+  /** Output tokens, reasoning included. */
   outputTokens: number;
   cacheReadTokens?: number;
   cacheWriteTokens?: number;
   reasoningTokens?: number;
+  /**
+   * What these tokens cost in USD at the model's prices ({@link ModelInfo.price}), set by the
+   * kernel on each round's usage (`message_end`, `turn_end`, the stored message) when the model
+   * has input and output prices; on `agent_end` and in sums, the cost of the priced rounds.
+   */
+  costUsd?: number;
 }
 
 /** Why a model round stopped. */
@@ -563,6 +571,20 @@ export interface ModelInfo {
   price?: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number };
 }
 
+/** A model's facts as the kernel uses them ({@link RuntimeApi.modelInfo}): defaults filled in. */
+export interface ModelFacts extends ModelInfo {
+  /** Tokens the model reads, prompt and reply together (default 128,000). */
+  contextWindow: number;
+  /** The most output tokens one reply may ask for (default 8,192). */
+  maxOutputTokens: number;
+  /** Whether it takes a thinking budget (default false). */
+  thinking: boolean;
+  /** Whether it supports prompt-cache breakpoints (default false). */
+  cache: boolean;
+  /** False when the model is unknown and safe defaults (128k context, 8k output) stand in. */
+  known: boolean;
+}
+
 /** A system prompt part. Parts are joined in order; `cache` marks a cache breakpoint after it. */
 export interface SystemPart {
   /** Who added it, e.g. `base`, `user-settings`, `tool-rules`. */
@@ -684,6 +706,17 @@ export interface RuntimeApi {
   providers(): Provider[];
   /** Resolve a provider by id or alias; undefined when unknown. */
   provider(id: string): Provider | undefined;
+  /**
+   * Every model known for a provider (id or alias): the provider's `models` with a custom
+   * provider's `models` from settings merged over them, field by field. Empty when unknown.
+   */
+  models(providerId: string): ModelInfo[];
+  /**
+   * The one source of model facts (context window, output limit, thinking, caching, prices):
+   * {@link models}' entry for `modelId` (or the family a dated snapshot id belongs to), defaults
+   * filled in; an unknown model gets safe defaults and `known: false`.
+   */
+  modelInfo(providerId: string, modelId: string): ModelFacts;
   /** Start a run. Returns at once; the run belongs to the runtime, not to the caller. */
   startRun(options: RunOptions): RunHandle;
   /** The active run of a conversation, if any. */

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { CompletionOptions, CompletionResult, Provider, Settings } from '../plugin-api.js';
 import { CancelledError, ProviderError, UsageError } from './errors.js';
 import { newConversationId, newMessageId } from './ids.js';
+import { costOf, modelFacts, modelsOf } from './model-facts.js';
 import { MessageAssembler } from './message-assembler.js';
 import { consumeProviderStream, requestOptions, retryDelayMs } from './provider-call.js';
 import { sleep } from './types.js';
@@ -54,6 +55,10 @@ export async function complete(deps: CompletionDeps, options: CompletionOptions)
     if (signal.aborted) throw new CancelledError('the completion was cancelled');
     if (!outcome.error) {
       const message = asm.snapshot(false);
+      if (message.usage) {
+        const cost = costOf(modelFacts(modelsOf(provider, settings), model).price, message.usage);
+        if (cost !== undefined) message.usage.costUsd = cost;
+      }
       const text = message.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
       return { message, text, ...(message.usage ? { usage: message.usage } : {}) };
     }

@@ -125,11 +125,14 @@ export function mergeUsage(a: Usage | undefined, b: Usage): Usage {
 
 export function addUsage(a: Usage, b: Usage | undefined): Usage {
   if (!b) return a;
-  return {
+  const sum: Usage = {
     inputTokens: a.inputTokens + b.inputTokens,
     outputTokens: a.outputTokens + b.outputTokens,
     cacheReadTokens: (a.cacheReadTokens ?? 0) + (b.cacheReadTokens ?? 0),
     cacheWriteTokens: (a.cacheWriteTokens ?? 0) + (b.cacheWriteTokens ?? 0),
     reasoningTokens: (a.reasoningTokens ?? 0) + (b.reasoningTokens ?? 0),
   };
+  // The cost covers the rounds whose model has prices (Usage.costUsd); none priced: no cost.
+  if (a.costUsd !== undefined || b.costUsd !== undefined) sum.costUsd = Math.round(((a.costUsd ?? 0) + (b.costUsd ?? 0)) * 1e8) / 1e8;
+  return sum;
 }

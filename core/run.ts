@@ -31,6 +31,7 @@ import { EventLog } from './event-queue.js';
 import type { SessionHooks } from './hooks.js';
 import { newMessageId, newRunId } from './ids.js';
 import { addUsage } from './message-assembler.js';
+import { costOf, modelFacts, modelsOf } from './model-facts.js';
 import { requestOptions } from './provider-call.js';
 import { streamRound, type RoundEnv } from './round-stream.js';
 import type { ToolRegistry } from './registries.js';
@@ -314,6 +315,7 @@ export class Run implements RunHandle {
       const { message, failure, interrupted } = streamed;
       // Cut off by the host stopping, not by the user: clients say "interrupted", not "stopped".
       if (message.stopReason === 'aborted' && this.stopCause === 'shutdown') message.meta = { ...message.meta, partial: true, interrupted: 'shutdown' };
+      if (message.usage) this.price(message.usage);
       this.emit({ type: 'message_end', message });
       this.produced.push(message);
       this.usage = addUsage(this.usage, message.usage);
@@ -397,6 +399,12 @@ export class Run implements RunHandle {
         return 'error';
       }
     }
+  }
+
+  /** The round's cost at the model's prices (Usage.costUsd), where they are known. */
+  private price(usage: Usage): void {
+    const cost = costOf(modelFacts(modelsOf(this.opts.provider, this.deps.settings), this.opts.model).price, usage);
+    if (cost !== undefined) usage.costUsd = cost;
   }
 
   /** Store `message` as progress if the work that follows outlasts persistIntervalMs. */

@@ -10,6 +10,8 @@ import type {
   CompletionResult,
   Disposable,
   LifecycleEvent,
+  ModelFacts,
+  ModelInfo,
   Provider,
   RequestContext,
   RunHandle,
@@ -24,6 +26,7 @@ import { complete } from './completion.js';
 import { UsageError } from './errors.js';
 import type { SessionHooks } from './hooks.js';
 import { CONVERSATION_ID_PATTERN, newConversationId, newRunId } from './ids.js';
+import { modelFacts, modelsOf } from './model-facts.js';
 import type { Logger } from '../plugin-api.js';
 import type { ProviderRegistry, ToolRegistry } from './registries.js';
 import { Run } from './run.js';
@@ -70,6 +73,14 @@ export class Runtime implements RuntimeApi {
 
   provider(id: string): Provider | undefined {
     return this.d.providers.get(id);
+  }
+
+  models(providerId: string): ModelInfo[] {
+    return modelsOf(this.d.providers.get(providerId), this.d.settings.get());
+  }
+
+  modelInfo(providerId: string, modelId: string): ModelFacts {
+    return modelFacts(this.models(providerId), modelId);
   }
 
   /** The provider a request without `--provider` uses: the settings default, else the first configured. */

@@ -2,6 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { costOf } from '../../core/model-facts.js';
 import { createKernel } from '../../core/kernel.js';
 import catalogPlugin, { type ModelCatalog } from '../../plugins/model-catalog/index.js';
 import anthropicPlugin from '../../plugins/provider-anthropic/index.js';
@@ -27,8 +29,48 @@ describe('model catalog', () => {
     expect(unknown).toMatchObject({ known: false, contextWindow: 128_000 });
     catalog.info('codex', 'mystery-9');
     expect(warnings.filter((w) => w.includes('mystery-9'))).toHaveLength(1);
-    expect(catalog.cost('claude_code', 'claude-sonnet-4-6', { inputTokens: 1_000_000, outputTokens: 1_000_000 })).toBeCloseTo(18);
-    expect(catalog.cost('local', 'llama3', { inputTokens: 5, outputTokens: 5 })).toBeUndefined();
+    // The service and the runtime answer from the same source.
+    expect(kernel.runtime.modelInfo('claude_code', 'claude-sonnet-4-6')).toEqual(catalog.info('claude_code', 'claude-sonnet-4-6'));
+    expect(kernel.runtime.models('local').map((m) => m.id)).toEqual(['llama3']);
     await kernel.shutdown();
+  });
+
+  it('prices every round (message_end, turn_end, the stored message) and sums the cost on agent_end; settings override a price', async () => {
+    const steps = [{ toolCalls: [{ id: 'c1', name: 'Nop', input: {} }] }, { text: 'done' }];
+    const provider = Object.assign(fakeProvider(steps, 'priced'), { models: [{ id: 'fake-1', price: { input: 3, output: 15, cacheRead: 0.3 } }] });
+    const kernel = await createKernel({
+      home: fs.mkdtempSync(path.join(os.tmpdir(), 'la-cost-')),
+      builtins: [
+        { name: 'priced', apply: (ctx) => void ctx.registerProvider(provider) },
+        { name: 'nop', apply: (ctx) => void ctx.registerTool({ name: 'Nop', description: 'x', parameters: z.object({}), execute: async () => ({ content: [{ type: 'text', text: 'ok' }] }) }) },
+      ],
+      thirdParty: false,
+    });
+    const run = kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }], provider: 'priced', mode: 'tools' });
+    const events = [];
+    for await (const e of run.events) events.push(e);
+    // The fake reports 10 input and 5 output tokens a round: 10×3 + 5×15 = 105 per million.
+    const perRound = 105 / 1e6;
+    const ends = events.filter((e) => e.type === 'message_end');
+    expect(ends.map((e) => e.type === 'message_end' && e.message.usage?.costUsd)).toEqual([perRound, perRound]);
+    const turnEnd = events.find((e) => e.type === 'turn_end');
+    expect(turnEnd?.type === 'turn_end' && turnEnd.usage?.costUsd).toBe(perRound);
+    const agentEnd = events.find((e) => e.type === 'agent_end');
+    expect(agentEnd?.type === 'agent_end' && agentEnd.usage.costUsd).toBeCloseTo(2 * perRound, 12);
+    expect((await run.result).messages.find((m) => m.role === 'assistant')?.usage?.costUsd).toBe(perRound);
+    await kernel.shutdown();
+
+    // A model without prices: no cost anywhere; a custom provider's settings price it.
+    const unpriced = fakeProvider([{ text: 'hi' }], 'plain');
+    const k2 = await createKernel({
+      home: fs.mkdtempSync(path.join(os.tmpdir(), 'la-cost-')),
+      builtins: [{ name: 'plain', apply: (ctx) => void ctx.registerProvider(unpriced) }],
+      thirdParty: false,
+    });
+    const r2 = await k2.runtime.startRun({ input: [{ type: 'text', text: 'hi' }], provider: 'plain', mode: 'text' }).result;
+    expect(r2.usage.costUsd).toBeUndefined();
+    expect(costOf({ output: 1 }, { inputTokens: 1, outputTokens: 1 })).toBeUndefined();
+    expect(costOf({ input: 1, output: 2, cacheWrite: 4 }, { inputTokens: 1e6, outputTokens: 1e6, cacheReadTokens: 1e6, cacheWriteTokens: 1e6 })).toBe(1 + 2 + 1 + 4);
+    await k2.shutdown();
   });
 });

@@ -61,6 +61,7 @@ describe('plugin-api.d.ts', () => {
         "Message",
         "MessageDelta",
         "MessageStages",
+        "ModelFacts",
         "ModelInfo",
         "NamedPluginEventType",
         "Plugin",

@@ -35,7 +35,9 @@ export function usageTokens(u: Usage): number {
   return u.inputTokens + (u.cacheReadTokens ?? 0) + (u.cacheWriteTokens ?? 0) + u.outputTokens;
 }
 
+/** A reply's cost: the kernel's (`costUsd`, priced when it ran), else from today's prices (older replies). */
 export function costOf(u: Usage, price: ModelSummary['price']): number | undefined {
+  if (u.costUsd !== undefined) return u.costUsd;
   if (!price?.input || !price.output) return undefined;
   const cached = u.cacheReadTokens ?? 0;
   const written = u.cacheWriteTokens ?? 0;
