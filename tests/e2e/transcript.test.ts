@@ -117,7 +117,8 @@ describe.skipIf(!hasChromium)('WebUI transcript (e2e)', () => {
     await sendAndWait(page, '/think', 'The answer is 42.');
     const usage = lastReply(page).getByTestId('round-usage');
     expect(await usage.count()).toBe(1);
-    expect(await usage.textContent()).toMatch(/^\d+ in · 20 out$/);
+    // claude-sonnet-4-6 has prices: the kernel's cost of the round follows the tokens.
+    expect(await usage.textContent()).toMatch(/^\d+ in · 20 out · (<)?\$\d+\.\d+$/);
     expect(await lastReply(page).getByTestId('round-usage-full').count()).toBe(0);
 
     await newChat(page, 'agent-dev', srv.workdir);
@@ -125,7 +126,7 @@ describe.skipIf(!hasChromium)('WebUI transcript (e2e)', () => {
     const full = lastReply(page).getByTestId('round-usage-full');
     expect(await full.count()).toBe(3);
     const text = (await full.first().textContent()) ?? '';
-    for (const part of ['claude_code/claude-sonnet-4-6', 'input', 'output 20', 'cache read 64', 'stop tool_use']) expect(text).toContain(part);
+    for (const part of ['claude_code/claude-sonnet-4-6', 'input', 'output 20', 'cache read 64', 'cost $', 'stop tool_use']) expect(text).toContain(part);
   });
 
   it('Transcript: history comes back from the snapshot (tool results paired by toolCallId)', async () => {

@@ -15,7 +15,8 @@ export function formatTokens(n: number | undefined): string {
 }
 
 export function usageShort(u: Usage): string {
-  return `${formatTokens(u.inputTokens)} in · ${formatTokens(u.outputTokens)} out`;
+  const cost = u.costUsd !== undefined ? ` · ${formatCost(u.costUsd)}` : '';
+  return `${formatTokens(u.inputTokens)} in · ${formatTokens(u.outputTokens)} out${cost}`;
 }
 
 export function usageFull(u: Usage): Array<[string, number]> {
