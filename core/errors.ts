@@ -6,6 +6,7 @@
 import type { JsonObject, RuntimeErrorCode, RuntimeErrorInfo } from '../plugin-api.js';
 
 export class RuntimeError extends Error {
+  override name = 'RuntimeError';
   readonly code: RuntimeErrorCode;
   readonly plugin?: string;
   readonly hook?: string;
@@ -13,7 +14,9 @@ export class RuntimeError extends Error {
 
   constructor(code: RuntimeErrorCode, message: string, opts: { plugin?: string; hook?: string; details?: JsonObject; cause?: unknown } = {}) {
     super(message, opts.cause !== undefined ? { cause: opts.cause } : undefined);
-    this.name = new.target.name;
+    // The kernel's own classes name themselves (a `name` field below): a minified bundle renames
+    // classes, so `new.target.name` would read "e". A plugin's subclass keeps its class name.
+    if (new.target !== RuntimeError) this.name = new.target.name;
     this.code = code;
     this.plugin = opts.plugin;
     this.hook = opts.hook;
@@ -31,6 +34,7 @@ export class RuntimeError extends Error {
 
 /** A plugin failed: in apply, in a tap, or at load. */
 export class PluginError extends RuntimeError {
+  override name = 'PluginError';
   constructor(plugin: string, message: string, opts: { hook?: string; cause?: unknown; details?: JsonObject } = {}) {
     super('plugin', message, { ...opts, plugin });
   }
@@ -38,6 +42,7 @@ export class PluginError extends RuntimeError {
 
 /** Settings or a manifest are malformed. The message names the field. */
 export class ConfigError extends RuntimeError {
+  override name = 'ConfigError';
   constructor(message: string, opts: { plugin?: string; details?: JsonObject; cause?: unknown } = {}) {
     super('config', message, opts);
   }
@@ -45,6 +50,7 @@ export class ConfigError extends RuntimeError {
 
 /** A plugin requirement is missing or the requirements form a cycle. */
 export class DependencyError extends RuntimeError {
+  override name = 'DependencyError';
   constructor(message: string, details?: JsonObject) {
     super('dependency', message, { details });
   }
@@ -52,6 +58,7 @@ export class DependencyError extends RuntimeError {
 
 /** A provider failed (after retries, when retryable). */
 export class ProviderError extends RuntimeError {
+  override name = 'ProviderError';
   constructor(message: string, opts: { plugin?: string; details?: JsonObject; cause?: unknown } = {}) {
     super('provider', message, opts);
   }
@@ -59,6 +66,7 @@ export class ProviderError extends RuntimeError {
 
 /** A tool failed in a way that ends the run (not an error result, which goes to the model). */
 export class ToolError extends RuntimeError {
+  override name = 'ToolError';
   constructor(message: string, opts: { plugin?: string; details?: JsonObject; cause?: unknown } = {}) {
     super('tool', message, opts);
   }
@@ -66,6 +74,7 @@ export class ToolError extends RuntimeError {
 
 /** The run was stopped. */
 export class CancelledError extends RuntimeError {
+  override name = 'CancelledError';
   constructor(message = 'The run was stopped') {
     super('cancelled', message);
   }
@@ -73,6 +82,7 @@ export class CancelledError extends RuntimeError {
 
 /** The caller asked for something that does not exist (unknown provider, mode, conversation). */
 export class UsageError extends RuntimeError {
+  override name = 'UsageError';
   constructor(message: string, details?: JsonObject) {
     super('usage', message, { details });
   }

@@ -4,8 +4,10 @@
  */
 import type { PluginModule } from '../plugin-api.js';
 import compaction from '../plugins/compaction/index.js';
+import conversationSettings from '../plugins/conversation-settings/index.js';
 import cron from '../plugins/cron/index.js';
 import debugLog from '../plugins/debug-log/index.js';
+import historyPostgres from '../plugins/history-postgres/index.js';
 import historySqlite from '../plugins/history-sqlite/index.js';
 import hooks from '../plugins/hooks/index.js';
 import mcp from '../plugins/mcp/index.js';
@@ -23,5 +25,5 @@ import { builtinToolPlugins } from '../plugins/tool-shared/index.js';
 import uploads from '../plugins/uploads/index.js';
 
 export async function builtinPlugins(): Promise<PluginModule[]> {
-  return [historySqlite, modelCatalog, compaction, providerAnthropic, providerOpenAI, providerGemini, permissions, hooks, ...builtinToolPlugins, toolAskUserQuestion, uploads, mcp, projectInstructions, skills, memory, title, cron, debugLog];
+  return [historySqlite, historyPostgres, modelCatalog, compaction, providerAnthropic, providerOpenAI, providerGemini, permissions, hooks, ...builtinToolPlugins, toolAskUserQuestion, uploads, mcp, projectInstructions, conversationSettings, skills, memory, title, cron, debugLog];
 }

@@ -8,6 +8,7 @@
  * providers.
  */
 import { createKernel, type Kernel } from '../../core/kernel.js';
+import historyPostgres from '../../plugins/history-postgres/index.js';
 import historySqlite from '../../plugins/history-sqlite/index.js';
 import { HISTORY_SERVICE, type ConversationSummary, type HistoryService } from '../../plugins/history-sqlite/service.js';
 import title from '../../plugins/title/index.js';
@@ -18,7 +19,7 @@ import { EXIT } from './exit-codes.js';
 export async function runConversations(args: ConversationsArgs, io: ChatIo = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
   let kernel: Kernel | undefined;
   try {
-    kernel = await createKernel({ builtins: [historySqlite, title], thirdParty: false });
+    kernel = await createKernel({ builtins: [historySqlite, historyPostgres, title], thirdParty: false });
     const history = kernel.services.get<HistoryService>(HISTORY_SERVICE);
     if (!history) throw new Error('the history store did not load');
     const items = await history.listConversations({ limit: args.limit, ...(args.search ? { search: args.search } : {}) });

@@ -39,6 +39,11 @@ export interface ChatDeps {
   /** Whether the gateway saw events of this conversation in this process. */
   seen(conversationId: string): boolean;
   service<T>(key: string): T | undefined;
+  /**
+   * The absolute folder a run works in: the one asked for, checked (a ReplyError says what is
+   * wrong), or the gateway's default workspace. Absent: the kernel's default (its current folder).
+   */
+  workdir?(requested: string | undefined): string;
 }
 
 interface RequestRecord {
@@ -217,6 +222,8 @@ export class ChatRuns {
     const input = this.inputOf(item.text, attachments, item.mode);
     this.checkProvider(item.provider);
     const conversationId = item.conversationId;
+    // A folder that is not one is refused now, not when the queued message's turn comes.
+    if (item.workdir && this.d.workdir) this.d.workdir(item.workdir);
     if (conversationId) {
       if (!(await this.known(conversationId))) throw new ReplyError('not_found', `unknown conversation "${conversationId}"`);
       const again = this.duplicate(client, item.clientRequestId); // a twin may have landed during the await
@@ -288,6 +295,8 @@ export class ChatRuns {
   }
 
   private async start(client: GatewayClient | undefined, options: RunOptions & { clientRequestId: string }): Promise<unknown> {
+    // Before any await: pump() relies on the run being started when this returns its promise.
+    if (this.d.workdir) options = { ...options, workdir: this.d.workdir(options.workdir) };
     let handle: RunHandle;
     try {
       // The gateway reads every event through runtime.onEvent; the run need not keep its own log.

@@ -13,12 +13,16 @@ import { APP_PROTOCOL, DEFAULT_REFUSAL_LOG_INTERVAL_MS, RefusalLog, TOKEN_PROTOC
 import type { ModelCatalog } from '../model-catalog/index.js';
 import { ChatRuns, LaterReply, ReplyError } from './chat-runs.js';
 import { GatewayClient } from './client.js';
+import { LocalSocket, type LocalClientOptions, type LocalConnection } from './local-client.js';
 import { Fanout } from './fanout.js';
 import { GatewayHistory } from './history.js';
 import { HttpRoutes, type HttpRouteHandler } from './http-routes.js';
-import { BUILTIN_CLIENT_TYPES, EXTENSION_TYPE, PROTOCOL_VERSION, parseClientMessage, type ClientMessage, type ExtensionMessage, type McpServerSummary, type ModelSummary, type ProviderSummary, type ServerMessage } from './protocol.js';
+import { BUILTIN_CLIENT_TYPES, EXTENSION_TYPE, MAX_PAGE_MESSAGES, PROTOCOL_VERSION, parseClientMessage, type ChatQueueItem, type ClientMessage, type ExtensionMessage, type McpServerSummary, type ModelSummary, type ProviderSummary, type ServerMessage } from './protocol.js';
+import { providerTestHandler } from './provider-test.js';
 import { truncatePreviewHandler } from './resend.js';
+import { resolveWorkdir, workdirCheckHandler } from './workdir.js';
 import { parseGatewaySettings, type GatewaySettings } from './settings.js';
+import { serializeEvent } from './wire.js';
 
 export interface AttachOptions {
   /** The token clients must present. */
@@ -50,6 +54,11 @@ export interface GatewayService {
   /** Flush, close every socket (1001) and stop the heartbeat. */
   close(): Promise<void>;
   /**
+   * Attach an in-process client (the desktop renderer's MessagePort): served like a socket, but
+   * trusted (no Host, Origin or token check). See local-client.ts.
+   */
+  connectLocal(options: LocalClientOptions): LocalConnection;
+  /**
    * Answer client messages of a plugin's own type (`cron.list`): namespaced (`<ns>.<name>`) and
    * never a built-in type. The handler gets the message as sent (it validates it; `id` is
    * checked already) and runs in the client's order like every message; its result is the
@@ -69,12 +78,36 @@ export interface GatewayService {
   registerHttpRoute(method: string, pathPrefix: string, handler: HttpRouteHandler): Disposable;
   /** For hosts: answer `req` when a registered route matches its path (false: none does, answer 404). */
   handleHttp(req: IncomingMessage, res: ServerResponse): boolean;
+  /**
+   * Several processes behind one address (plugins/team-fanout): `remote` routes chat_queue items
+   * to the process owning their conversation and replays from a shared event log. One at a time;
+   * dispose to withdraw.
+   */
+  setRemote(remote: GatewayRemote): Disposable;
+  /** A lifecycle event another process produced: folded and fanned out as if the runtime had emitted it. */
+  publishRemote(e: LifecycleEvent): void;
+  /** Handle a chat_queue item forwarded from another process: resolves to the reply's data, rejects with the reply's error (`code`). */
+  handleForwarded(item: ChatQueueItem): Promise<unknown>;
+}
+
+/** See GatewayService.setRemote. */
+export interface GatewayRemote {
+  /** Undefined: handle `item` here. Else the owner's reply data (a throw is the reply's error). */
+  route(item: ChatQueueItem): Promise<{ data: unknown } | undefined>;
+  /** Before a snapshot: fold in what other processes logged for the conversation. */
+  catchUp(conversationId: string): Promise<void>;
+  /**
+   * The conversation's events after `lastSeq`, handed to `deliver` synchronously with the fan-out
+   * (no event of the conversation is published between the two). False: the log no longer reaches
+   * back to `lastSeq` (deliver not called).
+   */
+  replay(conversationId: string, lastSeq: number, deliver: (events: LifecycleEvent[]) => void): Promise<boolean>;
 }
 
 /** A plugin's handler for its own client message type (see GatewayService.registerHandler). */
 export type GatewayHandler = (message: ExtensionMessage) => unknown;
 
-type GatewayContext = Pick<PluginContext, 'runtime' | 'settings' | 'logger' | 'service' | 'subscriptions'>;
+type GatewayContext = Pick<PluginContext, 'runtime' | 'settings' | 'logger' | 'service' | 'subscriptions'> & { paths?: PluginContext['paths'] };
 
 export class Gateway implements GatewayService {
   private config: GatewaySettings;
@@ -97,6 +130,9 @@ export class Gateway implements GatewayService {
   private readonly refusals: RefusalLog;
   private readonly handlers = new Map<string, GatewayHandler>();
   private readonly routes: HttpRoutes;
+  private remote: GatewayRemote | undefined;
+  /** Stands in for the requester of a forwarded item: never subscribed, never written to. */
+  private headless: GatewayClient | undefined;
 
   constructor(private readonly ctx: GatewayContext) {
     this.logger = ctx.logger;
@@ -111,11 +147,13 @@ export class Gateway implements GatewayService {
       history: this.history,
       logger: ctx.logger,
       follow: (client, id) => {
-        if (!client.subscriptions.has(id)) this.fanout.subscribe(client, id);
+        // A closed client (gone, or the headless one of a forwarded item) must not be subscribed: nothing would ever remove it.
+        if (!client.closed && !client.subscriptions.has(id)) this.fanout.subscribe(client, id);
       },
       notify: (id, m) => this.fanout.notify(id, m),
       seen: (id) => this.fanout.seen(id),
       service: (key) => ctx.service(key),
+      ...(ctx.paths ? { workdir: (requested: string | undefined) => resolveWorkdir(requested, ctx.paths!.home) } : {}),
     });
     this.routes = new HttpRoutes(
       () => (this.options && !this.closed ? { token: this.options.token, ...(this.options.bindHost ? { bindHost: this.options.bindHost } : {}), allowedOrigins: this.config.allowedOrigins, allowedHosts: this.config.allowedHosts } : undefined),
@@ -123,6 +161,8 @@ export class Gateway implements GatewayService {
       (message, err) => this.logger.error(message, err),
     );
     this.handlers.set('conversations.truncate_preview', truncatePreviewHandler(this.history));
+    this.handlers.set('providers.test', providerTestHandler({ runtime: ctx.runtime, settings: () => ctx.settings.get() }));
+    if (ctx.paths) this.handlers.set('workdir.check', workdirCheckHandler(() => ctx.paths!.home));
     const subs: Disposable[] = [ctx.runtime.onEvent((e) => this.onEvent(e)), ctx.settings.onChange((s) => this.onSettings(s))];
     ctx.subscriptions.push(...subs);
   }
@@ -179,6 +219,15 @@ export class Gateway implements GatewayService {
     }
     (this.wss.options as { maxPayload?: number }).maxPayload = this.config.maxPayloadBytes;
     this.wss.handleUpgrade(req, socket, head, (ws) => this.connected(ws));
+  }
+
+  connectLocal(options: LocalClientOptions): LocalConnection {
+    if (this.closed) throw new Error('the gateway is closed');
+    this.watchMcp();
+    this.watchHistory();
+    const socket = new LocalSocket(options);
+    this.connected(socket as unknown as WebSocket);
+    return socket.connection;
   }
 
   private connected(ws: WebSocket): void {
@@ -283,6 +332,46 @@ export class Gateway implements GatewayService {
     return this.routes.handle(req, res);
   }
 
+  setRemote(remote: GatewayRemote): Disposable {
+    if (this.remote) throw new Error('the gateway already has a remote router');
+    this.remote = remote;
+    return { dispose: () => void (this.remote === remote && (this.remote = undefined)) };
+  }
+
+  publishRemote(e: LifecycleEvent): void {
+    if (!this.closed) this.onEvent(e);
+  }
+
+  async handleForwarded(item: ChatQueueItem): Promise<unknown> {
+    if (!this.headless) {
+      this.headless = new GatewayClient({} as WebSocket, this.fanout);
+      this.headless.closed = true;
+    }
+    const data = await this.chat.handle(this.headless, item);
+    return data instanceof LaterReply ? data.result : data;
+  }
+
+  /**
+   * A chat_queue item when other processes may own its conversation. A client asking for a run is
+   * subscribed first, as the local path does before the run's first event.
+   */
+  private async chatQueueRouted(client: GatewayClient, item: ChatQueueItem): Promise<unknown> {
+    const id = 'conversationId' in item ? item.conversationId : 'conversation_id' in item ? item.conversation_id : undefined;
+    const follows = id !== undefined && (item.action === 'send' || item.action === 'edit_resend' || item.action === 'regenerate');
+    const followed = follows && client.subscriptions.has(id);
+    if (follows && !followed && !client.closed) this.fanout.subscribe(client, id);
+    let routed: { data: unknown } | undefined;
+    try {
+      routed = await this.remote!.route(item);
+    } catch (err) {
+      if (follows && !followed) this.fanout.unsubscribe(client, id);
+      throw err;
+    }
+    if (routed) return routed.data;
+    if (follows && !followed) this.fanout.unsubscribe(client, id); // the local path subscribes it itself, in its own order
+    return this.chat.handle(client, item);
+  }
+
   // ── Requests ────────────────────────────────────────────────────────────────────────────
   private async dispatch(client: GatewayClient, text: string | undefined): Promise<void> {
     if (client.closed) return;
@@ -327,7 +416,7 @@ export class Gateway implements GatewayService {
   private async handle(client: GatewayClient, m: ClientMessage): Promise<unknown> {
     switch (m.type) {
       case 'chat_queue':
-        return this.chat.handle(client, m.item);
+        return this.remote ? this.chatQueueRouted(client, m.item) : this.chat.handle(client, m.item);
       case 'subscribe':
         return this.subscribe(client, m.conversationId, m.lastSeq, m.limit ?? this.config.snapshotMessages);
       case 'unsubscribe':
@@ -352,6 +441,16 @@ export class Gateway implements GatewayService {
       }
       case 'conversations.delete':
         return this.deleteConversation(m.conversationId);
+      case 'conversations.pin': {
+        if (!(await this.history.pin(m.conversationId, m.pinned))) throw new ReplyError('not_found', `unknown conversation "${m.conversationId}"`);
+        this.scheduleListBroadcast();
+        return { conversationId: m.conversationId, pinned: m.pinned };
+      }
+      case 'conversations.export': {
+        const page = await this.history.exportPage(m.conversationId, m.before, m.limit ?? MAX_PAGE_MESSAGES);
+        if (!page) throw new ReplyError('not_found', `unknown conversation "${m.conversationId}"`);
+        return { conversationId: m.conversationId, ...page };
+      }
       case 'settings.get': {
         const settings = this.ctx.settings.get() as Record<string, unknown>;
         const warnings = this.ctx.settings.warnings();
@@ -397,7 +496,18 @@ export class Gateway implements GatewayService {
         this.fanout.subscribe(client, conversationId);
         return { conversationId, mode: 'replay', replayed: missed.length, lastSeq: this.fanout.peek(conversationId)!.lastSeq };
       }
+      if (this.remote) {
+        let replayed: { count: number; lastSeq: number } | undefined;
+        const ok = await this.remote.replay(conversationId, lastSeq, (events) => {
+          if (client.closed || client.subscriptions.has(conversationId)) return;
+          client.sendSerialized(events.map(serializeEvent));
+          this.fanout.subscribe(client, conversationId);
+          replayed = { count: events.length, lastSeq: events.length ? events[events.length - 1]!.seq : lastSeq };
+        });
+        if (ok && replayed) return { conversationId, mode: 'replay', replayed: replayed.count, lastSeq: replayed.lastSeq };
+      }
     }
+    await this.remote?.catchUp(conversationId);
     const snap = await this.takeSnapshot(conversationId, limit, (s) => {
       if (client.closed) return;
       client.send(s);

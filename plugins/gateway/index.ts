@@ -8,6 +8,7 @@ import { Gateway } from './gateway.js';
 import { GatewaySettingsSchema } from './settings.js';
 
 export type { AttachOptions, GatewayService } from './gateway.js';
+export type { LocalClientOptions, LocalConnection } from './local-client.js';
 export { loadOrCreateToken } from './access.js';
 
 /** The key the gateway service is provided under. */

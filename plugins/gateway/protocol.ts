@@ -93,6 +93,14 @@ export const ClientMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('conversations.load'), id: id.optional(), conversationId, limit: pageLimit.optional(), before: ordinal.optional() }),
   z.object({ type: z.literal('conversations.rename'), id: id.optional(), conversationId, title: z.string().min(1).max(500) }),
   z.object({ type: z.literal('conversations.delete'), id: id.optional(), conversationId }),
+  /** Pin or unpin (stored as `meta.pinned`); every client's list is sent again. */
+  z.object({ type: z.literal('conversations.pin'), id: id.optional(), conversationId, pinned: z.boolean() }),
+  /**
+   * The stored messages, lossless (status, ordinal and segment included), for an export: the
+   * newest `limit` (default 500), or those before `before`; the reply's `hasMore`/`firstOrdinal`
+   * page further back. No snapshot or page message is sent and no live state is touched.
+   */
+  z.object({ type: z.literal('conversations.export'), id: id.optional(), conversationId, limit: pageLimit.optional(), before: ordinal.optional() }),
   z.object({ type: z.literal('settings.get'), id: id.optional() }),
   z.object({ type: z.literal('settings.set'), id: id.optional(), settings: z.record(z.string(), z.unknown()) }),
   z.object({ type: z.literal('providers.list'), id: id.optional() }),
@@ -123,6 +131,10 @@ export interface ConversationSummary {
   model?: string | null;
   messageCount?: number;
   running?: boolean;
+  /** Listed in the Pinned group, first. */
+  pinned?: boolean;
+  /** In a search's answer: the text around the match in the newest matching message. */
+  snippet?: string;
 }
 
 export interface QueuedItem {

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { definePlugin } from '../../core/define-plugin.js';
 import { closeDatabase, openDatabase, type HistoryDatabase } from './database.js';
+import { configuredDatabaseUrl } from './database-url.js';
 import { createHistoryService } from './queries.js';
 import { HISTORY_SERVICE, type HistoryService } from './service.js';
 import { HistoryStore } from './store.js';
@@ -35,6 +36,8 @@ export default definePlugin({
   version: '0.1.0',
   settingsSchema: HistorySettingsSchema,
   async apply(ctx) {
+    // A database URL hands the history to history-postgres (one backend answers the hooks).
+    if (configuredDatabaseUrl(ctx.settings.get())) return void ctx.logger.debug('a database URL is set: history-postgres stores the history');
     const settings = ctx.config as HistorySettings;
     const file = path.resolve(ctx.paths.home, settings.file ?? DEFAULT_DB_FILE);
 

@@ -10,9 +10,8 @@
 import fs from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { sendJson, sendJsonError } from '../gateway/http-routes.js';
-import { MAX_ORIGINAL_CHARS } from './names.js';
 import { isTextual } from './media-type.js';
-import { uploadInfo } from './service.js';
+import { uploadInfo, uploadNameError } from './service.js';
 import { UploadError, type UploadStore } from './store.js';
 
 /** Past the limit, at most this much more of a body is read (and dropped) so the client sees the 413; then the socket goes. */
@@ -35,9 +34,10 @@ export async function postUpload(store: UploadStore, req: IncomingMessage, res: 
     drain(req);
     return sendJsonError(res, 400, 'bad_request', 'the name query parameter is required: POST /api/uploads?name=<file name>');
   }
-  if (name.length > MAX_ORIGINAL_CHARS) {
+  const bad = uploadNameError(name);
+  if (bad) {
     drain(req);
-    return sendJsonError(res, 400, 'bad_request', `name: must be at most ${MAX_ORIGINAL_CHARS} characters`);
+    return sendJsonError(res, 400, 'bad_request', bad);
   }
   const header = req.headers['content-length'];
   const declared = header === undefined ? undefined : Number(header);

@@ -5,6 +5,7 @@
  */
 import type { AttachmentBlock, ExecutionMode } from '../../plugin-api.js';
 import type { UploadsSettings } from './settings.js';
+import { MAX_ORIGINAL_CHARS } from './names.js';
 import type { CollectResult, StageOptions, StageResult, UploadRecord } from './store.js';
 
 export { UploadError, type CollectResult, type StageOptions, type StageResult, type UploadRecord } from './store.js';
@@ -44,6 +45,17 @@ export interface UploadsService {
   settings(): UploadsSettings;
   /** Start-up garbage collection (removals of uploads past `uploads.retentionDays`), once it is done. */
   collected(): Promise<CollectResult>;
+}
+
+/**
+ * Why a client's file name is refused before any byte is read (HTTP's `?name=`, the desktop
+ * port's upload), or null. Hostile names that pass (`../x`, NULs) are the store's job: kept as
+ * metadata only, stored under a safe name.
+ */
+export function uploadNameError(name: unknown): string | null {
+  if (typeof name !== 'string' || !name.trim()) return 'a file name is required';
+  if (name.length > MAX_ORIGINAL_CHARS) return `name: must be at most ${MAX_ORIGINAL_CHARS} characters`;
+  return null;
 }
 
 /** The wire form of a record. */

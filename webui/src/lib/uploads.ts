@@ -68,12 +68,18 @@ export function errorFromResponse(status: number, body: string): UploadError {
 
 /** Validate the success body; a server that answers something else is reported, not trusted. */
 export function parseUploadResult(body: string): UploadResult {
-  let v: Partial<UploadResult>;
+  let v: unknown;
   try {
-    v = JSON.parse(body) as Partial<UploadResult>;
+    v = JSON.parse(body);
   } catch {
     throw new UploadError('bad_response', 'the server answered the upload with something that is not JSON');
   }
+  return toUploadResult(v);
+}
+
+/** The success answer, however it came (an HTTP body, a desktop port message), checked. */
+export function toUploadResult(answer: unknown): UploadResult {
+  const v = answer as Partial<UploadResult> | null;
   if (typeof v?.uploadId !== 'string' || !v.uploadId || typeof v.name !== 'string' || typeof v.size !== 'number') {
     throw new UploadError('bad_response', 'the server answered the upload without an uploadId');
   }
@@ -90,8 +96,26 @@ function authHeader(): string | null {
   return token ? `Bearer ${token}` : null;
 }
 
+/**
+ * Where uploads go when not to this page's origin over HTTP: the desktop window (file://) sends
+ * them over its transport's port (transport/index.ts sets this). Stores and components call
+ * {@link uploadFile} and {@link acquirePreview} either way.
+ */
+export interface UploadPath {
+  upload: UploadFn;
+  /** A stored upload's bytes. */
+  fetch(uploadId: string): Promise<Blob>;
+}
+let uploadPath: UploadPath | null = null;
+
+export function setUploadPath(p: UploadPath | null): void {
+  uploadPath = p;
+}
+
 /** Upload one file with progress; `abort()` cancels it. */
-export const uploadFile: UploadFn = (file, name, onProgress) => {
+export const uploadFile: UploadFn = (file, name, onProgress) => (uploadPath ? uploadPath.upload(file, name, onProgress) : httpUpload(file, name, onProgress));
+
+const httpUpload: UploadFn = (file, name, onProgress) => {
   const xhr = new XMLHttpRequest();
   const promise = new Promise<UploadResult>((resolve, reject) => {
     xhr.open('POST', `${apiBase()}?name=${encodeURIComponent(name)}`);
@@ -127,6 +151,7 @@ interface CacheEntry {
 const previews = new Map<string, CacheEntry>();
 
 async function fetchPreview(uploadId: string): Promise<string> {
+  if (uploadPath) return URL.createObjectURL(await uploadPath.fetch(uploadId));
   const auth = authHeader();
   const res = await fetch(`${apiBase()}/${encodeURIComponent(uploadId)}`, { headers: auth ? { Authorization: auth } : {} });
   if (!res.ok) throw errorFromResponse(res.status, await res.text().catch(() => ''));

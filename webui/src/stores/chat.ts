@@ -5,10 +5,10 @@
  * replays what was missed (or sends a snapshot).
  */
 import { defineStore } from 'pinia';
-import { computed, reactive, ref } from 'vue';
+import { computed, reactive, ref, watch } from 'vue';
 import type { CompactionOutcome, ContentBlock, ExecutionMode, LifecycleEvent, Message } from '../../../plugin-api.js';
 import type { ConversationSummary, ServerMessage } from '../../../plugins/gateway/protocol.js';
-import { client } from '../api/client.js';
+import { client, type ClientRequest } from '../api/client.js';
 import type { AskAnswer } from '../components/ask-user-question/card-model.js';
 import { applyApprovalEvent, settleLeftovers, type ApprovalDecision, type ApprovalMap } from '../components/tool-approval/approval-model.js';
 import { applyEvent, applyPage, applySnapshot, emptyState, type ConversationState } from '../lib/conversation-state.js';
@@ -36,6 +36,22 @@ interface Prefs {
   provider: string | null;
   model: string | null;
   workdir: string;
+}
+
+/** What a conversation remembers (the conversation-settings plugin): its instructions and composer choices. */
+export interface ConversationSettings {
+  instructions?: string;
+  provider?: string;
+  model?: string;
+  mode?: ExecutionMode;
+  workdir?: string;
+}
+
+const DEFAULT_PREFS: Prefs = { mode: null, provider: null, model: null, workdir: '' };
+
+/** The composer choices a conversation's settings restore (what it does not name is the default). */
+function prefsOf(c: ConversationSettings): Prefs {
+  return { mode: c.mode ?? null, provider: c.provider ?? null, model: c.provider ? (c.model ?? null) : null, workdir: c.workdir ?? '' };
 }
 
 function loadPrefs(): Prefs {
@@ -99,6 +115,9 @@ export const useChatStore = defineStore('chat', () => {
   const settlers = new Map<string, { resolve: () => void; reject: (e: Error) => void }>();
   /** Bumped by every send, edit or regenerate: the transcript scrolls to what was sent. */
   const sentTick = ref(0);
+  /** Per-conversation settings as the server stored them (instructions, composer choices). */
+  const convSettings = reactive<Record<string, ConversationSettings>>({});
+  const extRequest = <T>(msg: Record<string, unknown>) => client().request<T>(msg as unknown as ClientRequest);
 
   /** Fold approval events in; a snapshot (`reset`) rebuilds them from its pending events. */
   function foldApprovals(id: string, events: LifecycleEvent[], reset = false, running = true): void {
@@ -120,12 +139,58 @@ export const useChatStore = defineStore('chat', () => {
     return states[id]!;
   }
 
+  /**
+   * Keep the composer's choices: in an open conversation they are stored with it (so it restores
+   * them later, in any tab); a new chat's are kept in this browser until it becomes one.
+   */
   function savePrefs(): void {
+    const id = conversations.currentId;
+    if (id) return void storePrefs(id);
     try {
       localStorage.setItem(PREFS_KEY, JSON.stringify(prefs));
     } catch {
       // storage unavailable: selections last for this page only
     }
+  }
+
+  function storePrefs(id: string): void {
+    const wire = { provider: prefs.provider, model: prefs.provider ? prefs.model : null, mode: prefs.mode, workdir: prefs.workdir.trim() || null };
+    convSettings[id] = { ...(convSettings[id]?.instructions ? { instructions: convSettings[id]!.instructions } : {}), ...Object.fromEntries(Object.entries(wire).filter(([, v]) => v)) };
+    extRequest<{ settings: ConversationSettings }>({ type: 'conversation.settings.set', conversationId: id, settings: wire }).then(
+      (r) => (convSettings[id] = r.settings),
+      () => undefined, // a server without the plugin: the choice lasts for this page
+    );
+  }
+
+  function applyPrefs(next: Prefs): void {
+    Object.assign(prefs, next);
+  }
+
+  /** The composer follows the conversation shown: its stored choices, or the defaults for a new chat. */
+  function showConversation(id: string | null): void {
+    if (!id) {
+      applyPrefs(DEFAULT_PREFS);
+      try {
+        localStorage.setItem(PREFS_KEY, JSON.stringify(prefs));
+      } catch {
+        // as in savePrefs
+      }
+      return;
+    }
+    if (convSettings[id]) applyPrefs(prefsOf(convSettings[id]!));
+    extRequest<{ settings: ConversationSettings }>({ type: 'conversation.settings.get', conversationId: id }).then(
+      (r) => {
+        convSettings[id] = r.settings;
+        if (conversations.currentId === id) applyPrefs(prefsOf(r.settings));
+      },
+      () => undefined,
+    );
+  }
+
+  /** Set (or, with empty text, clear) the instructions of a conversation. Rejects with the server's reason. */
+  async function setInstructions(id: string, instructions: string): Promise<void> {
+    const r = await extRequest<{ settings: ConversationSettings }>({ type: 'conversation.settings.set', conversationId: id, settings: { instructions: instructions.trim() ? instructions : null } });
+    convSettings[id] = r.settings;
   }
 
   function onStream(m: Extract<ServerMessage, { event: LifecycleEvent }>): void {
@@ -169,6 +234,19 @@ export const useChatStore = defineStore('chat', () => {
       reconcile(m.items);
       noticeDeleted(m.items);
     });
+    // Another tab changed a conversation's settings.
+    c.on('extension', (m) => {
+      if (m.name !== 'conversation.settings') return;
+      const d = m.data as { conversationId?: unknown; settings?: unknown } | undefined;
+      if (typeof d?.conversationId !== 'string' || !d.settings || typeof d.settings !== 'object') return;
+      convSettings[d.conversationId] = d.settings as ConversationSettings;
+      if (conversations.currentId === d.conversationId) applyPrefs(prefsOf(d.settings as ConversationSettings));
+    });
+    watch(() => conversations.currentId, (id, was) => {
+      // The draft becoming its conversation keeps what the composer holds (adoptDraft stored it).
+      if (id && was === null && adopted === id) return;
+      showConversation(id);
+    }, { immediate: !!conversations.currentId });
     // A queued message that failed to start is reported as a reply nobody asked for.
     c.onOrphanReply((r) => {
       if (r.ok || !r.id.startsWith('queue:')) return;
@@ -381,9 +459,14 @@ export const useChatStore = defineStore('chat', () => {
     }
   }
 
+  /** The conversation the draft just became (its composer choices were stored with it). */
+  let adopted: string | null = null;
+
   /** The draft became a real conversation: move its optimistic state over and follow it. */
   function adoptDraft(newIdValue: string | undefined): void {
     if (!newIdValue) return;
+    adopted = newIdValue;
+    storePrefs(newIdValue);
     const draft = state(DRAFT);
     const target = state(newIdValue);
     if (draft.pendingUser && !target.messages.some((m) => m.role === 'user')) target.pendingUser = draft.pendingUser;
@@ -538,5 +621,5 @@ export const useChatStore = defineStore('chat', () => {
     return text ? (text.length > 60 ? `${text.slice(0, 57)}…` : text) : 'New conversation';
   }
 
-  return { states, prefs, sentTick, outboxOf, titleOf, editRequest, sendError, current, currentKey, state, init, subscribe, leave, forget, send, stop, answerQuestion, approvalsOf, decideApproval, editResend, regenerate, retry, compactNow, dismissCompactionNotice, queueAction, savePrefs, loadOlder };
+  return { states, prefs, convSettings, setInstructions, sentTick, outboxOf, titleOf, editRequest, sendError, current, currentKey, state, init, subscribe, leave, forget, send, stop, answerQuestion, approvalsOf, decideApproval, editResend, regenerate, retry, compactNow, dismissCompactionNotice, queueAction, savePrefs, loadOlder };
 });

@@ -1,0 +1,122 @@
+/**
+ * history-postgres: the chat-history store on PostgreSQL, for a team server (several processes,
+ * one database). Active only when a database URL is configured (settings `history.url`, else
+ * LIVEAGENT_DATABASE_URL: see history-sqlite/database-url.ts); then history-sqlite stays out of
+ * the way and this plugin answers the same persistence hooks and provides the same `history`
+ * service. Without a URL it does nothing and loads nothing (knex and `pg` are imported when the
+ * database opens).
+ *
+ * Settings (top-level `history`): `url` (postgres:// or postgresql://), `poolMax` (connections,
+ * default 10), `acquireTimeoutMs` (connecting or waiting for a free connection, default 10000),
+ * `migrationLockTimeoutMs` (waiting for another process migrating the schema, default 60000).
+ */
+import { z } from 'zod';
+import { definePlugin } from '../../core/define-plugin.js';
+import { configuredDatabaseUrl } from '../history-sqlite/database-url.js';
+import { HISTORY_SERVICE, type HistoryService } from '../history-sqlite/service.js';
+import { isPostgresUrl, openDatabase, redactUrl } from './database.js';
+import { createPgHistoryService } from './queries.js';
+import { PgHistoryStore } from './store.js';
+
+export const PostgresHistorySettingsSchema = z.strictObject({
+  url: z.string().trim().refine(isPostgresUrl, 'must be a postgres:// or postgresql:// URL').optional(),
+  poolMax: z.number().int().min(1).max(1000).optional(),
+  acquireTimeoutMs: z.number().int().min(1).optional(),
+  migrationLockTimeoutMs: z.number().int().min(1).optional(),
+});
+
+export type PostgresHistorySettings = z.infer<typeof PostgresHistorySettingsSchema>;
+
+export const DEFAULT_POOL_MAX = 10;
+export const DEFAULT_ACQUIRE_TIMEOUT_MS = 10_000;
+export const DEFAULT_MIGRATION_LOCK_TIMEOUT_MS = 60_000;
+
+interface Opened {
+  knex: import('knex').Knex;
+  store: PgHistoryStore;
+  service: HistoryService;
+}
+
+export default definePlugin({
+  name: 'history-postgres',
+  version: '0.1.0',
+  settingsKey: 'history',
+  settingsSchema: PostgresHistorySettingsSchema,
+  async apply(ctx) {
+    const settings = ctx.config as PostgresHistorySettings;
+    const configured = configuredDatabaseUrl(ctx.settings.get());
+    if (!configured) return;
+    const url = configured.url;
+    if (!isPostgresUrl(url)) throw new Error(`${configured.from}: must be a postgres:// or postgresql:// URL (got "${redactUrl(url).slice(0, 80)}")`);
+    const where = redactUrl(url);
+
+    // Opened in the background once the host is ready (connecting and checking the schema take
+    // a round trip or two); every hook and service call awaits the same opening.
+    let opened: Promise<Opened> | undefined;
+    let closing: Promise<void> | undefined;
+    const open = () =>
+      (opened ??= (async () => {
+        if (closing) throw new Error('the history database is closed');
+        const knex = await openDatabase(url, {
+          poolMax: settings.poolMax ?? DEFAULT_POOL_MAX,
+          acquireTimeoutMs: settings.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS,
+          migrationLockTimeoutMs: settings.migrationLockTimeoutMs ?? DEFAULT_MIGRATION_LOCK_TIMEOUT_MS,
+        });
+        const store = new PgHistoryStore(knex);
+        ctx.logger.info(`history database: ${where}`);
+        return { knex, store, service: createPgHistoryService({ knex, store, runtime: ctx.runtime, track }) };
+      })());
+    ctx.hooks.ready.tap(() => {
+      open().catch((err) => ctx.logger.error(`cannot open the history database ${where}: ${(err as Error).message}`));
+    });
+
+    // Calls in flight (hooks and service); shutdown waits for them before closing the pool.
+    const pending = new Set<Promise<unknown>>();
+    const track = <T>(op: () => Promise<T>): Promise<T> => {
+      if (closing) return Promise.reject(new Error('the history database is closed'));
+      const p = op();
+      pending.add(p);
+      const forget = () => void pending.delete(p);
+      p.then(forget, forget);
+      return p;
+    };
+    const close = () =>
+      (closing ??= (async () => {
+        if (!opened) return;
+        const o = await opened.catch(() => undefined);
+        if (!o) return;
+        await Promise.allSettled([...pending]);
+        o.store.close();
+        await o.knex.destroy();
+        ctx.logger.debug(`closed ${where}`);
+      })());
+    ctx.hooks.shutdown.tap(close);
+    ctx.subscriptions.push({ dispose: () => void close() });
+
+    const hooks = ctx.sessionHooks;
+    const withStore = async () => (await open()).store;
+    hooks.loadHistory.tap((info) => track(async () => (await withStore()).loadHistory(info)));
+    hooks.saveUserMessage.tap((message, info) =>
+      track(async () => {
+        const store = await withStore();
+        await store.saveUserMessage(message, info);
+        if (info.run) await store.saveRunFacts({ conversationId: info.conversationId, provider: info.run.provider, model: info.run.model, mode: info.run.mode, workdir: info.run.workdir });
+      }),
+    );
+    hooks.saveProgress.tap((message, info) => track(async () => (await withStore()).saveProgress(message, info)));
+    hooks.saveRound.tap((round) => track(async () => (await withStore()).saveRound(round)));
+    hooks.truncateHistory.tap((at) => track(async () => (await withStore()).truncate(at.conversationId, at.fromMessageId)));
+    hooks.saveCheckpoint.tap((record) => track(async () => (await withStore()).saveCheckpoint(record)));
+    hooks.turnEnd.tap((_result, info) => track(async () => (await withStore()).saveLastSeq(info)));
+
+    const lazy = new Proxy({} as HistoryService, {
+      get: (_t, key) => (key === 'then' || typeof key === 'symbol' ? undefined : async (...args: unknown[]) => {
+        const { service } = await open();
+        const fn = (service as unknown as Record<PropertyKey, (...a: unknown[]) => unknown>)[key];
+        if (typeof fn !== 'function') throw new Error(`history service has no method ${String(key)}`);
+        return fn.apply(service, args);
+      }),
+    });
+    ctx.provide(HISTORY_SERVICE, lazy);
+  },
+});

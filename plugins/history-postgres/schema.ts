@@ -1,0 +1,106 @@
+/**
+ * The schema on PostgreSQL: history-sqlite's migrations, in the same order under the same names
+ * (so one knex_migrations history describes both backends), with the few that are written in
+ * SQLite's dialect replaced here. Migrations built with knex's schema builder (0001-0004) run as
+ * they are; a raw-SQL one needs an entry in PG_OVERRIDES (the PostgreSQL tests run every
+ * migration, so a missing one fails there).
+ *
+ * 0005 (message search) on PostgreSQL: the same message_search table (one row per user or
+ * assistant message that has text), kept in step by PL/pgSQL triggers on insert, content or
+ * status update and delete, and searched with ILIKE (case-insensitive substring, every word).
+ * When the pg_trgm extension can be created (it is trusted since PostgreSQL 13: a database
+ * owner may create it), a GIN trigram index serves those ILIKEs; otherwise they scan
+ * message_search, which is correct, only slower on a large history.
+ */
+import type { Knex } from 'knex';
+import { migrationSource as sqliteMigrations } from '../history-sqlite/schema.js';
+
+interface InCodeMigration {
+  name: string;
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+/** A message row's (`m`) searchable text: its text blocks in order, one per line; NULL when none. */
+const searchText = (m: string) =>
+  `(SELECT string_agg(b.value ->> 'text', E'\\n' ORDER BY b.n) FROM jsonb_array_elements(${m}.content::jsonb) WITH ORDINALITY AS b(value, n)
+     WHERE b.value ->> 'type' = 'text' AND b.value ->> 'text' <> '')`;
+
+const MESSAGE_SEARCH_UP = [
+  `CREATE TABLE message_search (
+     id BIGSERIAL PRIMARY KEY,
+     message_id TEXT NOT NULL UNIQUE,
+     conversation_id TEXT NOT NULL,
+     text TEXT NOT NULL)`,
+  'CREATE INDEX message_search_conversation ON message_search (conversation_id)',
+  // Not every server lets us create an extension: then search scans (see the header).
+  `DO $$ BEGIN
+     CREATE EXTENSION IF NOT EXISTS pg_trgm;
+   EXCEPTION WHEN OTHERS THEN
+     RAISE NOTICE 'pg_trgm unavailable (%): conversation search scans message_search', SQLERRM;
+   END $$`,
+  `DO $$ BEGIN
+     IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm') THEN
+       CREATE INDEX message_search_text_trgm ON message_search USING gin (text gin_trgm_ops);
+     END IF;
+   END $$`,
+  `CREATE FUNCTION liveagent_index_message() RETURNS trigger LANGUAGE plpgsql AS $$
+   DECLARE t TEXT;
+   BEGIN
+     IF TG_OP <> 'INSERT' THEN
+       DELETE FROM message_search WHERE message_id = OLD.id;
+     END IF;
+     IF TG_OP <> 'DELETE' AND NEW.role IN ('user', 'assistant') AND NEW.status = 'complete' THEN
+       SELECT ${searchText('NEW')} INTO t;
+       IF t IS NOT NULL THEN
+         INSERT INTO message_search (message_id, conversation_id, text) VALUES (NEW.id, NEW.conversation_id, t);
+       END IF;
+     END IF;
+     RETURN NULL;
+   END $$`,
+  // As on SQLite: a streaming reply saved again and again is indexed once, when complete.
+  `CREATE TRIGGER messages_search_ai AFTER INSERT ON messages FOR EACH ROW
+     WHEN (NEW.role IN ('user', 'assistant') AND NEW.status = 'complete') EXECUTE FUNCTION liveagent_index_message()`,
+  `CREATE TRIGGER messages_search_au AFTER UPDATE OF content, status ON messages FOR EACH ROW
+     WHEN (NEW.role IN ('user', 'assistant') AND (OLD.content IS DISTINCT FROM NEW.content OR OLD.status IS DISTINCT FROM NEW.status))
+     EXECUTE FUNCTION liveagent_index_message()`,
+  'CREATE TRIGGER messages_search_ad AFTER DELETE ON messages FOR EACH ROW EXECUTE FUNCTION liveagent_index_message()',
+  `INSERT INTO message_search (message_id, conversation_id, text)
+     SELECT id, conversation_id, t FROM (SELECT m.id, m.conversation_id, m.ordinal, ${searchText('m')} AS t FROM messages m
+       WHERE m.role IN ('user', 'assistant') AND m.status = 'complete') x
+     WHERE t IS NOT NULL ORDER BY conversation_id, ordinal`,
+  // The list's order (pinned first, then newest) from an index.
+  `CREATE INDEX conversations_pinned_updated ON conversations ((COALESCE((meta::jsonb -> 'pinned') = 'true'::jsonb, false)) DESC, updated_at DESC, id DESC)`,
+];
+
+const PG_OVERRIDES: Record<string, Omit<InCodeMigration, 'name'>> = {
+  '0005_message_search': {
+    async up(knex) {
+      for (const sql of MESSAGE_SEARCH_UP) await knex.raw(sql);
+    },
+    async down(knex) {
+      await knex.raw('DROP INDEX IF EXISTS conversations_pinned_updated');
+      for (const t of ['messages_search_ai', 'messages_search_au', 'messages_search_ad']) await knex.raw(`DROP TRIGGER IF EXISTS ${t} ON messages`);
+      await knex.raw('DROP FUNCTION IF EXISTS liveagent_index_message()');
+      await knex.raw('DROP TABLE IF EXISTS message_search');
+    },
+  },
+};
+
+/** Names of the migrations PostgreSQL runs in its own dialect. */
+export const POSTGRES_OVERRIDDEN = Object.keys(PG_OVERRIDES);
+
+async function pgMigrations(): Promise<InCodeMigration[]> {
+  const base = await sqliteMigrations.getMigrations([]);
+  return base.map((m) => {
+    const name = sqliteMigrations.getMigrationName(m);
+    const own = PG_OVERRIDES[name];
+    return own ? { name, ...own } : { name, up: (k: Knex) => m.up(k), down: (k: Knex) => m.down(k) };
+  });
+}
+
+export const migrationSource: Knex.MigrationSource<InCodeMigration> = {
+  getMigrations: () => pgMigrations(),
+  getMigrationName: (m) => m.name,
+  getMigration: async (m) => m,
+};
