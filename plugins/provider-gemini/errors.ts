@@ -111,7 +111,8 @@ export function geminiErrorInfo(err: unknown, partial: boolean, timedOut = false
     return info;
   }
   if (timedOut) return { code: 'timeout', message: 'no response headers within timeoutMs', retryable: !partial };
-  if (cls === 'GoogleGenerativeAIAbortError' || e.name === 'AbortError') return { code: 'aborted', message: 'the request was aborted', retryable: false };
+  // The SDK's abort error is told by its message too: a minified bundle renames the class.
+  if (cls === 'GoogleGenerativeAIAbortError' || e.name === 'AbortError' || /^Request aborted when fetching /.test(raw)) return { code: 'aborted', message: 'the request was aborted', retryable: false };
   if (raw.startsWith('Error reading from the stream')) return { code: 'network', message: 'the connection closed before the reply was complete', retryable: !partial };
   if (raw.startsWith('Failed to parse stream')) return { code: 'stream', message: 'the stream ended in the middle of an event', retryable: !partial };
   if (raw.startsWith('Error parsing JSON response')) return { code: 'malformed', message: `malformed stream data: ${raw.slice(0, 300)}`, retryable: false };
