@@ -20,7 +20,7 @@ export const USAGE = `Usage:
   liveagent cron list [--json] | cron rm ID | cron runs ID [--json] | cron enable|disable ID
   liveagent serve [--port N] [--host H]
   liveagent desktop
-  liveagent --help | --version`;
+  liveagent help [COMMAND] | --version`;
 
 const ChatFlags = z.object({
   mode: z.enum(['text', 'tools', 'agent-dev'], { error: () => 'mode must be text, tools or agent-dev' }).optional(),

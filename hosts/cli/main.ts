@@ -1,7 +1,7 @@
 /**
- * Entry of the `liveagent` CLI: dispatches to chat, serve and desktop. Returns the exit code.
+ * Entry of the `liveagent` CLI: dispatches to chat, compact, conversations, cron, serve, desktop
+ * and help (hosts/cli/help.ts). Returns the exit code.
  */
-import { readFileSync } from 'node:fs';
 import { installCrashGuard } from '../../core/crash-guard.js';
 import { CliUsageError, USAGE, parseChatArgs, parseCompactArgs, parseConversationsArgs, parseServeArgs, wantsJson } from './args.js';
 import { EXIT, reportFailure } from './exit-codes.js';
@@ -21,6 +21,13 @@ export async function main(argv: string[]): Promise<number> {
   // For the whole process: a plugin's stray timer after its kernel stopped is still caught.
   installCrashGuard();
   try {
+    // `liveagent chat --help` is help, not an unknown flag of chat.
+    const flags = rest.includes('--') ? rest.slice(0, rest.indexOf('--')) : rest;
+    if (command && !command.startsWith('-') && command !== 'help' && (flags.includes('--help') || flags.includes('-h'))) {
+      const { helpText } = await import('./help.js');
+      process.stdout.write(`${helpText(command)}\n`);
+      return EXIT.ok;
+    }
     switch (command) {
       case 'chat': {
         const { runChat } = await import('./chat.js');
@@ -49,20 +56,22 @@ export async function main(argv: string[]): Promise<number> {
       }
       case '--version':
       case '-v': {
-        const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8'));
-        process.stdout.write(`${pkg.version}\n`);
+        const { version } = await import('./help.js');
+        process.stdout.write(`${version()}\n`);
         return EXIT.ok;
       }
       case '--help':
       case '-h':
-      case 'help':
-        process.stdout.write(`${USAGE}\n`);
+      case 'help': {
+        const { helpText } = await import('./help.js');
+        process.stdout.write(`${helpText(rest[0])}\n`);
         return EXIT.ok;
+      }
       case undefined:
-        process.stderr.write(`${USAGE}\n`);
+        process.stderr.write(`${USAGE}\n\nliveagent help: every command, flag and exit code\n`);
         return EXIT.usage;
       default:
-        throw new CliUsageError(`unknown command "${command}" (try: chat, compact, conversations, cron, serve, desktop, --help)`);
+        throw new CliUsageError(`unknown command "${command}" (try: chat, compact, conversations, cron, serve, desktop, help, --version)`);
     }
   } catch (err) {
     // With --json, stdout carries only JSON lines: a failure before the run is one too.
