@@ -446,6 +446,11 @@ export class Gateway implements GatewayService {
         this.scheduleListBroadcast();
         return { conversationId: m.conversationId, pinned: m.pinned };
       }
+      case 'conversations.usage': {
+        const usage = await this.history.usage(m.conversationId);
+        if (!usage) throw new ReplyError('not_found', `unknown conversation "${m.conversationId}"`);
+        return { conversationId: m.conversationId, ...usage };
+      }
       case 'conversations.export': {
         const page = await this.history.exportPage(m.conversationId, m.before, m.limit ?? MAX_PAGE_MESSAGES);
         if (!page) throw new ReplyError('not_found', `unknown conversation "${m.conversationId}"`);

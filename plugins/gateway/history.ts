@@ -23,6 +23,19 @@ export interface StoredConversation {
   olderCount: number;
 }
 
+/** A conversation's spending, as `conversations.usage` answers. */
+export interface ConversationUsage {
+  rounds: number;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  /** USD of the rounds priced when they ran; absent when none was. */
+  costUsd?: number;
+  /** Rounds whose model had no prices (left out of costUsd). */
+  unpricedRounds: number;
+}
+
 /** Older messages of a conversation, as `conversations.load { before }` answers. */
 export interface StoredPage {
   messages: Message[];
@@ -33,7 +46,7 @@ export interface StoredPage {
 }
 
 /** The subset of the history service the gateway uses (checked structurally, so a partial one still works). */
-type HistoryLike = Pick<HistoryService, 'listConversations' | 'getConversation' | 'renameConversation' | 'deleteConversation' | 'conversationExists'> & Partial<Pick<HistoryService, 'watchConversations' | 'setConversationMeta'>>;
+type HistoryLike = Pick<HistoryService, 'listConversations' | 'getConversation' | 'renameConversation' | 'deleteConversation' | 'conversationExists'> & Partial<Pick<HistoryService, 'watchConversations' | 'setConversationMeta' | 'getUsage'>>;
 
 interface MemoryEntry {
   summary: ConversationSummary;
@@ -220,6 +233,28 @@ export class GatewayHistory {
     if (pinned) e.summary.pinned = true;
     else delete e.summary.pinned;
     return true;
+  }
+
+  /**
+   * What a conversation has spent: tokens of every stored round (truncated ones and compaction
+   * summaries included) and the cost of those priced when they ran. Undefined for an unknown
+   * conversation; zeros without a store that keeps usage.
+   */
+  async usage(id: string): Promise<ConversationUsage | undefined> {
+    const svc = this.service();
+    if (svc && !(await svc.conversationExists(id))) return undefined;
+    if (!svc && !this.memory.has(id)) return undefined;
+    const total: ConversationUsage = { rounds: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, unpricedRounds: 0 };
+    for (const u of (await svc?.getUsage?.(id)) ?? []) {
+      total.rounds++;
+      total.inputTokens += u.inputTokens;
+      total.outputTokens += u.outputTokens;
+      total.cacheReadTokens += u.cacheReadTokens;
+      total.cacheWriteTokens += u.cacheWriteTokens;
+      if (u.costUsd === undefined) total.unpricedRounds++;
+      else total.costUsd = Math.round(((total.costUsd ?? 0) + u.costUsd) * 1e8) / 1e8;
+    }
+    return total;
   }
 
   /** Stored messages as they are (lossless), newest `limit` or those before `before`, for an export. */

@@ -101,6 +101,8 @@ export const ClientMessageSchema = z.discriminatedUnion('type', [
    * page further back. No snapshot or page message is sent and no live state is touched.
    */
   z.object({ type: z.literal('conversations.export'), id: id.optional(), conversationId, limit: pageLimit.optional(), before: ordinal.optional() }),
+  /** What the conversation spent over its whole history (ConversationUsage in gateway/history.ts). */
+  z.object({ type: z.literal('conversations.usage'), id: id.optional(), conversationId }),
   z.object({ type: z.literal('settings.get'), id: id.optional() }),
   z.object({ type: z.literal('settings.set'), id: id.optional(), settings: z.record(z.string(), z.unknown()) }),
   z.object({ type: z.literal('providers.list'), id: id.optional() }),

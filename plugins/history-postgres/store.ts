@@ -292,8 +292,8 @@ export class PgHistoryStore {
     return run(
       trx,
       `INSERT INTO usage (conversation_id, message_id, run_id, round, provider, model, input_tokens, output_tokens,
-         cache_read_tokens, cache_write_tokens, reasoning_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [u.conversationId, u.messageId, u.runId, u.round, u.provider, u.model, u.usage.inputTokens, u.usage.outputTokens, u.usage.cacheReadTokens ?? 0, u.usage.cacheWriteTokens ?? 0, u.usage.reasoningTokens ?? 0, u.now],
+         cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [u.conversationId, u.messageId, u.runId, u.round, u.provider, u.model, u.usage.inputTokens, u.usage.outputTokens, u.usage.cacheReadTokens ?? 0, u.usage.cacheWriteTokens ?? 0, u.usage.reasoningTokens ?? 0, u.usage.costUsd ?? null, u.now],
     );
   }
 

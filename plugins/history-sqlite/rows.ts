@@ -58,6 +58,7 @@ export interface UsageRow {
   cache_read_tokens: number;
   cache_write_tokens: number;
   reasoning_tokens: number;
+  cost_usd?: number | null;
   created_at: number;
 }
 
@@ -139,6 +140,7 @@ export function rowToUsage(r: UsageRow): UsageRecord {
     cacheReadTokens: r.cache_read_tokens,
     cacheWriteTokens: r.cache_write_tokens,
     reasoningTokens: r.reasoning_tokens,
+    ...(typeof r.cost_usd === 'number' ? { costUsd: r.cost_usd } : {}),
     createdAt: r.created_at,
   };
 }

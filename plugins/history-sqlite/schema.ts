@@ -152,6 +152,17 @@ const MIGRATIONS: InCodeMigration[] = [
       await knex.raw('DROP TABLE IF EXISTS message_search');
     },
   },
+  {
+    // What each round cost at the model's prices when it ran (Usage.costUsd; NULL when unpriced),
+    // so a conversation's spending is a sum, not a re-pricing at today's prices.
+    name: '0006_usage_cost',
+    async up(knex) {
+      await knex.schema.alterTable('usage', (t) => t.double('cost_usd').nullable());
+    },
+    async down(knex) {
+      await knex.schema.alterTable('usage', (t) => t.dropColumn('cost_usd'));
+    },
+  },
 ];
 
 /** The searchable text of a message row (`m`): its text blocks, one per line; NULL when there is none. */

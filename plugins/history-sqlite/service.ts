@@ -106,6 +106,8 @@ export interface UsageRecord {
   cacheReadTokens: number;
   cacheWriteTokens: number;
   reasoningTokens: number;
+  /** USD at the model's prices when the round ran; absent when the model had none. */
+  costUsd?: number;
   createdAt: number;
 }
 

@@ -125,8 +125,8 @@ export class HistoryStore {
     );
     this.insertUsage = db.prepare(
       `INSERT INTO usage (conversation_id, message_id, run_id, round, provider, model, input_tokens, output_tokens,
-         cache_read_tokens, cache_write_tokens, reasoning_tokens, created_at)
-       VALUES (@conversationId, @messageId, @runId, @round, @provider, @model, @input, @output, @cacheRead, @cacheWrite, @reasoning, @now)`,
+         cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, created_at)
+       VALUES (@conversationId, @messageId, @runId, @round, @provider, @model, @input, @output, @cacheRead, @cacheWrite, @reasoning, @cost, @now)`,
     );
     this.segmentMessages = db.prepare('SELECT * FROM messages WHERE segment_id = ? ORDER BY ordinal');
     this.segmentSummary = db.prepare('SELECT summary, checkpoint, parent_segment_id FROM segments WHERE id = ?');
@@ -298,6 +298,7 @@ export class HistoryStore {
       cacheRead: u.usage.cacheReadTokens ?? 0,
       cacheWrite: u.usage.cacheWriteTokens ?? 0,
       reasoning: u.usage.reasoningTokens ?? 0,
+      cost: u.usage.costUsd ?? null,
       now: u.now,
     });
   }

@@ -55,3 +55,21 @@ for (const store of ['sqlite', 'memory'] as const) {
     });
   });
 }
+
+describe('gateway conversation spending', () => {
+  it('conversations.usage sums every stored round with the cost priced when it ran', async () => {
+    // The fake provider's model gets prices from settings (a custom provider entry of the same id).
+    const prices = { customProviders: [{ id: 'fake', format: 'openai-chat' as const, baseUrl: 'http://127.0.0.1:1/v1', models: [{ id: 'fake-1', price: { input: 3, output: 15 } }] }] };
+    const b = await boot({ steps: (_req, i) => ({ text: `answer ${i}` }), extra: [historySqlite], settings: { ...prices, runtime: { persistIntervalMs: 0 } } });
+    const a = await TestClient.connect(b);
+    const { conversationId } = await a.ok<{ conversationId: string }>(text('question 0'));
+    await a.terminal(conversationId);
+    await a.ok(sendTo(conversationId, 'question 1'));
+    await a.terminal(conversationId);
+    const spent = await a.ok<{ rounds: number; inputTokens: number; outputTokens: number; costUsd?: number; unpricedRounds: number }>({ type: 'conversations.usage', conversationId });
+    // Each fake round reports 10 input and 5 output tokens: 10×3 + 5×15 = 105 USD per million.
+    expect(spent).toMatchObject({ conversationId, rounds: 2, inputTokens: 20, outputTokens: 10, unpricedRounds: 0 });
+    expect(spent.costUsd).toBeCloseTo(2 * 105e-6, 12);
+    await expect(a.ok({ type: 'conversations.usage', conversationId: 'c_nope' })).rejects.toThrow(/unknown conversation/);
+  });
+});

@@ -73,11 +73,19 @@ export function meterOf(s: ConversationState, providers: ProviderSummary[] | nul
 
   let cost: number | undefined;
   let costPartial = false;
-  for (const m of s.messages) {
-    if (m.role !== 'assistant' || !m.usage) continue;
-    const c = costOf(m.usage, findModel(providers, m.provider, m.model)?.price);
-    if (c === undefined) costPartial = true;
-    else cost = (cost ?? 0) + c;
+  let loadedOnly = s.hasMore;
+  if (s.spent && s.spent.rounds > 0) {
+    // The server's sum covers every stored round, older pages and truncated replies included.
+    cost = s.spent.costUsd;
+    costPartial = s.spent.unpricedRounds > 0;
+    loadedOnly = false;
+  } else {
+    for (const m of s.messages) {
+      if (m.role !== 'assistant' || !m.usage) continue;
+      const c = costOf(m.usage, findModel(providers, m.provider, m.model)?.price);
+      if (c === undefined) costPartial = true;
+      else cost = (cost ?? 0) + c;
+    }
   }
   return {
     usedTokens: used,
@@ -86,7 +94,7 @@ export function meterOf(s: ConversationState, providers: ProviderSummary[] | nul
     ...(cost !== undefined ? { cost } : {}),
     costPartial: cost !== undefined && costPartial,
     // Older pages not loaded yet hold usage too: the sum is of the replies shown.
-    costLoadedOnly: cost !== undefined && s.hasMore,
+    costLoadedOnly: cost !== undefined && loadedOnly,
     source,
   };
 }

@@ -97,6 +97,15 @@ export interface ConversationState {
   loadingOlder: boolean;
   /** Why the last older page could not be loaded. */
   olderError: string | null;
+  /** What the whole stored conversation spent (`conversations.usage`), fetched after a snapshot and each run. */
+  spent: SpentView | null;
+}
+
+/** A conversation's spending over its whole history, as the server sums it. */
+export interface SpentView {
+  rounds: number;
+  costUsd?: number;
+  unpricedRounds: number;
 }
 
 export function emptyState(id: string): ConversationState {
@@ -126,6 +135,7 @@ export function emptyState(id: string): ConversationState {
     olderCount: 0,
     loadingOlder: false,
     olderError: null,
+    spent: null,
   };
 }
 

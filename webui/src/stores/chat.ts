@@ -215,6 +215,17 @@ export const useChatStore = defineStore('chat', () => {
       conversations.setRunning(m.conversationId, true);
     } else if (ev.type === 'agent_end') {
       conversations.setRunning(m.conversationId, false);
+      void refreshSpent(m.conversationId);
+    }
+  }
+
+  /** The whole conversation's spending, from the server (older pages need not be loaded). */
+  async function refreshSpent(id: string): Promise<void> {
+    try {
+      const r = (await client().request({ type: 'conversations.usage', conversationId: id })) as { rounds?: number; costUsd?: number; unpricedRounds?: number } | undefined;
+      if (r && typeof r.rounds === 'number') state(id).spent = { rounds: r.rounds, unpricedRounds: r.unpricedRounds ?? 0, ...(typeof r.costUsd === 'number' ? { costUsd: r.costUsd } : {}) };
+    } catch {
+      // An older server, or the conversation is gone: the meter sums the loaded replies instead.
     }
   }
 
@@ -223,6 +234,7 @@ export const useChatStore = defineStore('chat', () => {
     for (const t of STREAM_TYPES) c.on(t, (m) => onStream(m as Extract<ServerMessage, { event: LifecycleEvent }>));
     c.on('snapshot', (m) => {
       applySnapshot(state(m.conversationId), m);
+      void refreshSpent(m.conversationId);
       foldApprovals(m.conversationId, m.pending ?? [], true, m.running);
       if (m.conversation) conversations.upsert(m.conversation);
       conversations.setRunning(m.conversationId, m.running);
