@@ -5,8 +5,17 @@
  * an npm package named in settings, can add tools, providers, services and hook taps without a
  * change to the kernel. Built-in plugins use exactly this surface.
  *
- * Import it as `liveagent/plugin-api`. At runtime it holds {@link definePlugin} (an identity
- * helper), the stage constants and two prompt-wrapping helpers: a plugin needs nothing from us at runtime.
+ * Import it as `liveagent/plugin-api`. At runtime it holds {@link definePlugin} and
+ * {@link defineTool} (typing helpers; `definePlugin` also applies the `experimental` opt-in),
+ * {@link pluginEvent}, the stage constants, two prompt-wrapping helpers and the error classes
+ * ({@link RuntimeError} and its subclasses). A plain object that satisfies {@link Plugin} loads too.
+ *
+ * Extension points are open interfaces a plugin merges into (declaration merging):
+ * {@link ServiceMap} types `ctx.service(key)`, {@link PluginEvents} types the events a plugin
+ * emits, so a consumer gets both types without importing the owner's files:
+ * `declare module 'liveagent/plugin-api' { interface ServiceMap { weather: WeatherService } }`.
+ * Members tagged `@experimental` may change in any release and are only delivered to a plugin
+ * that names them in {@link Plugin.experimental}.
  *
  * The file reads in lifecycle order: basics, content, plugin + context, tools, providers, the
  * session and its hooks, events, errors. Lines beginning "Contract:" are behaviour the kernel
@@ -38,8 +47,8 @@ export interface Logger {
 
 /**
  * A validation schema. A zod 4 schema satisfies it as is; anything with a compatible
- * `safeParse` works too. The kernel turns zod schemas into JSON Schema for the model; other
- * schemas must give `toJSONSchema()` themselves.
+ * `safeParse` works too. The kernel turns zod schemas into JSON Schema for the model; a tool
+ * whose schema is not zod gives it as {@link ToolDefinition.jsonSchema}.
  */
 export interface SchemaLike<T = unknown> {
   safeParse(value: unknown): { success: true; data: T } | { success: false; error: { issues: ReadonlyArray<SchemaIssue> } };
@@ -250,7 +259,7 @@ export interface EditedFile {
  * name a builtin (or a third-party plugin earlier in sorted folder order) already has is skipped
  * and reported as a failed plugin naming both sources; the host boots with the first one.
  */
-export interface Plugin {
+export interface Plugin<Config = unknown> {
   /** Unique name, e.g. `provider-anthropic` or `acme-weather`. Used in every error and tap. */
   name: string;
   /** Semver-ish version, informational. */
@@ -260,10 +269,11 @@ export interface Plugin {
   /** Place relative to plugins without `enforce`. */
   enforce?: 'pre' | 'post';
   /**
-   * Settings section this plugin reads, validated at boot. The section lives in settings.json
-   * under `plugins.<name>` unless `settingsKey` names a top-level key (builtins use it, e.g. `mcpServers`).
+   * Settings section this plugin reads, validated at boot and on every save. The section lives in
+   * settings.json under `pluginSettings.<name>` unless `settingsKey` names a top-level key
+   * (builtins use it, e.g. `mcpServers`). Its output type is `ctx.config`'s type: no cast needed.
    */
-  settingsSchema?: SchemaLike;
+  settingsSchema?: SchemaLike<Config>;
   /** Top-level settings key this plugin owns instead of `pluginSettings.<name>` (e.g. `mcpServers`). */
   settingsKey?: string;
   /**
@@ -274,11 +284,40 @@ export interface Plugin {
    * Errors thrown later by code `apply` started (a timer, a promise nobody awaits) are reported
    * with the plugin's name and the host keeps running (see {@link SessionHookTaps}).
    */
-  apply(ctx: PluginContext): void | Promise<void>;
+  apply(ctx: PluginContext<Config>): void | Promise<void>;
+  /**
+   * The `@experimental` members this plugin uses: without its name here, an experimental event
+   * is not delivered to the plugin's taps. Applied by {@link definePlugin}, which throws on a
+   * name that is not an {@link ExperimentalFeature}; a plugin exported without it gets every
+   * experimental member, as before this opt-in existed.
+   */
+  experimental?: ExperimentalFeature[];
 }
 
-/** Identity helper for type inference. A plugin module default-exports its result (or a factory returning it). */
-export declare function definePlugin(plugin: Plugin): Plugin;
+/**
+ * Members of this contract that may change in any release; a plugin names those it uses in
+ * {@link Plugin.experimental}. `wire_request`: the {@link ProviderEvent} carrying the provider's
+ * HTTP body, for observers such as the debug log.
+ */
+export type ExperimentalFeature = 'wire_request';
+
+/**
+ * Types a plugin (`Config` from its `settingsSchema`, so `ctx.config` needs no cast) and applies
+ * its {@link Plugin.experimental} opt-in: a `providerEvent` tap of a plugin that did not name
+ * `wire_request` never sees one. Throws on an unknown experimental name. A plugin module
+ * default-exports its result (or a factory returning it).
+ */
+export declare function definePlugin<Config = unknown>(plugin: Plugin<Config>): Plugin<Config>;
+
+/** Identity helper that types `execute`'s (and `prepareArguments`') arguments from `parameters`: a zod schema's output type. */
+export declare function defineTool<Args>(tool: ToolDefinition<Args>): ToolDefinition<Args>;
+
+/**
+ * The payload of `event` when it is the plugin event `name` (under its own `type`, or as
+ * `type: 'custom'` with that `name`), typed as {@link PluginEvents} declares it; else undefined.
+ * It is the emitter's payload as sent, not validated: parse it when the emitter is not trusted.
+ */
+export declare function pluginEvent<K extends keyof PluginEvents>(event: LifecycleEvent, name: K): PluginEvents[K] | undefined;
 
 /**
  * `value` made safe inside a double-quoted attribute of a tag the model reads (`<file name="…">`),
@@ -296,8 +335,30 @@ export declare function neutralizeClosingTag(text: string, tag: string): string;
 /** What a plugin module may default-export. */
 export type PluginModule = Plugin | ((options?: JsonObject) => Plugin | Promise<Plugin>);
 
+/**
+ * Services by key, for `ctx.provide` and `ctx.service`. Empty here: the plugin that owns a
+ * service declares it by merging, and every plugin compiled with that declaration gets the type
+ * without importing the owner's files:
+ * `declare module 'liveagent/plugin-api' { interface ServiceMap { weather: WeatherService } }`.
+ */
+export interface ServiceMap {}
+
+/**
+ * Payloads of the events plugins emit ({@link ToolContext.emit}), by name. The kernel's own are
+ * here; a plugin declares its own by merging (`interface PluginEvents { weather_alert: {...} }`),
+ * and readers get them typed with {@link pluginEvent}. Payloads must be JSON values.
+ */
+export interface PluginEvents {
+  /** A compaction: `phase` `start`, then `end` or `error`, with `trigger` and `round`; `end` carries the checkpoint's `tokensBefore`, `tokensAfter`, `coveredMessageCount`, `kind`, `summary`. */
+  compaction: JsonObject;
+  /** The context budget of a request: a {@link ContextBudget} plus `round`. */
+  context: JsonObject;
+  /** A notice that is not an error: `kind` (`retry`, `provider`, ...), `message`. */
+  notice: JsonObject;
+}
+
 /** The object each plugin receives. Made for that plugin alone: its taps and registrations carry its name. */
-export interface PluginContext {
+export interface PluginContext<Config = unknown> {
   /** The plugin's name. */
   readonly name: string;
   /** Process-wide hooks (ready, shutdown, session created, failed). Tap-only. */
@@ -308,13 +369,15 @@ export interface PluginContext {
    */
   readonly sessionHooks: SessionHookTaps;
   /** Register a tool. Disposing it withdraws the tool. Like every `register*` and `provide`, throws once the plugin failed to load or was unloaded. */
-  registerTool(tool: ToolDefinition): Disposable;
+  registerTool<Args>(tool: ToolDefinition<Args>): Disposable;
   /** Register a provider. Disposing it withdraws the provider. */
   registerProvider(provider: Provider): Disposable;
-  /** Share a service with other plugins under a key (one owner per key). */
-  provide<T>(key: string, service: T): Disposable;
-  /** Get a service another plugin provides; undefined when nobody does. */
-  service<T>(key: string): T | undefined;
+  /** Share a service with other plugins under a key (one owner per key); a key in {@link ServiceMap} must get its declared type. */
+  provide<K extends string>(key: K, service: K extends keyof ServiceMap ? ServiceMap[K] : unknown): Disposable;
+  /** Get a service another plugin provides, typed by {@link ServiceMap}; undefined when nobody does. */
+  service<K extends keyof ServiceMap>(key: K): ServiceMap[K] | undefined;
+  /** A service no {@link ServiceMap} declaration in this program types: name its type yourself. */
+  service<T = unknown>(key: string): T | undefined;
   /** The plugin's logger. */
   readonly logger: Logger;
   /**
@@ -322,8 +385,8 @@ export interface PluginContext {
    * gave up): it is logged and reaches the kernel's `failed` hook with the plugin named.
    */
   reportFailure(message: string, details?: JsonObject): void;
-  /** The plugin's settings section, validated by `settingsSchema` when given. */
-  readonly config: unknown;
+  /** The plugin's settings section as `settingsSchema` parsed it (raw, `unknown`, without a schema). */
+  readonly config: Config;
   /** The whole settings store (read, write, watch). */
   readonly settings: SettingsStore;
   /**
@@ -469,9 +532,10 @@ export interface RuntimeSettings {
 
 /**
  * A tool. Arguments are validated with `parameters` before `execute`; invalid arguments go back
- * to the model as an error result naming the problem, so it can fix the call.
+ * to the model as an error result naming the problem, so it can fix the call. Write it with
+ * {@link defineTool} and `Args` is the schema's output type.
  */
-export interface ToolDefinition<Args = any> {
+export interface ToolDefinition<Args = unknown> {
   /** Name the model sees: letters, digits, `_`, `-`; at most 64 characters. */
   name: string;
   /** Model-facing description (keep long ones in a `.md` beside the tool). */
@@ -524,10 +588,11 @@ export interface ToolContext {
   /** Report progress: becomes a `tool_execution_update` event. */
   update(partial: ToolProgress): void;
   /**
-   * Emit an event in the conversation's stream. A {@link NamedPluginEventType} travels under
-   * its own type (`ask_user_question`); any other name as `{ type: 'custom', name }`.
+   * Emit an event in the conversation's stream; a name in {@link PluginEvents} takes its declared
+   * payload. An {@link OwnTypeEventName} travels under its own type (`ask_user_question`); any
+   * other name as `{ type: 'custom', name }` (read either with {@link pluginEvent}).
    */
-  emit(type: string, payload: JsonObject): void;
+  emit<K extends string>(type: K, payload: K extends keyof PluginEvents ? PluginEvents[K] : JsonObject): void;
   logger: Logger;
   paths: RuntimePaths;
   settings: Settings;
@@ -638,6 +703,8 @@ export type ProviderEvent =
    * The body the provider is about to send, after its own conversion (cache breakpoints, tool
    * schemas, limits), once per HTTP request: for observers such as the debug log. Not output,
    * never forwarded to clients. `api` names the endpoint (`messages`, `responses`, ...).
+   * @experimental Its shape is each provider's wire format; a `providerEvent` tap sees it only
+   * when its plugin lists `wire_request` in {@link Plugin.experimental}.
    */
   | { type: 'wire_request'; api: string; body: JsonObject };
 
@@ -1230,19 +1297,23 @@ export type LifecycleEvent =
   | (EventBase & { type: 'turn_end'; round: number; message: Message; toolResults?: Message; usage?: Usage })
   | (EventBase & { type: 'agent_end'; status: RunResult['status']; usage: Usage; error?: RuntimeErrorInfo; editedFiles?: EditedFile[] })
   | (EventBase & { type: 'error'; error: RuntimeErrorInfo })
-  /** Events the builtins emit under their own names (see {@link NamedPluginEventType}). */
-  | (EventBase & { type: NamedPluginEventType; payload: JsonObject })
+  /** Events the builtins emit under their own names (see {@link OwnTypeEventName}). */
+  | (EventBase & { type: OwnTypeEventName; payload: JsonObject })
   /** Any other event a plugin emits with `ToolContext.emit`; `name` is the name it gave. */
   | (EventBase & { type: 'custom'; name: string; payload: JsonObject });
 
 /**
- * Event names that travel under their own `type`: a pending question, its settlement, a pending
- * tool approval and its settlement (the permissions plugin, docs/permissions.md), a compaction (`payload.phase` `start`, then `end` or `error`, with `trigger`; `end` carries the
- * checkpoint's `tokensBefore`, `tokensAfter`, `coveredMessageCount`, `kind`, `summary`), the
- * context budget of a request (`context`: a {@link ContextBudget} plus `round`), a notice (e.g. a
- * retry). Other names become `type: 'custom'`.
+ * The event names that travel under their own `type`, kept so the builtins' clients go on
+ * working: the kernel's {@link PluginEvents} (`compaction`, `context`, `notice`), a pending
+ * question and its settlement (tool-ask-user-question), a pending tool approval and its
+ * settlement (permissions, docs/permissions.md). Every other name, declared in
+ * {@link PluginEvents} or not, travels as `type: 'custom'`. Not a list of the events there are:
+ * a plugin's events are typed by merging into {@link PluginEvents}.
  */
-export type NamedPluginEventType = 'ask_user_question' | 'ask_user_question_settled' | 'tool_approval' | 'tool_approval_settled' | 'compaction' | 'context' | 'notice';
+export type OwnTypeEventName = 'ask_user_question' | 'ask_user_question_settled' | 'tool_approval' | 'tool_approval_settled' | 'compaction' | 'context' | 'notice';
+
+/** @deprecated The old name of {@link OwnTypeEventName}; type a plugin's events with {@link PluginEvents}. */
+export type NamedPluginEventType = OwnTypeEventName;
 
 /** One streamed piece of an assistant message. */
 export type MessageDelta =
@@ -1258,6 +1329,60 @@ export type MessageDelta =
 
 /** Error codes of the runtime's error classes. */
 export type RuntimeErrorCode = 'plugin' | 'provider' | 'tool' | 'config' | 'dependency' | 'cancelled' | 'usage' | 'internal';
+
+/**
+ * The runtime's error base class (published at runtime by `liveagent/plugin-api`). A plugin may
+ * throw it, or a subclass, to say what failed: `toInfo()` is what events and results carry.
+ * Contract: the kernel's own subclasses keep their `name` in a minified build.
+ */
+export declare class RuntimeError extends Error {
+  /** What kind of failure. */
+  readonly code: RuntimeErrorCode;
+  /** The plugin to blame, when known. */
+  readonly plugin?: string;
+  /** The hook that failed, when known. */
+  readonly hook?: string;
+  /** Structured detail (JSON). */
+  readonly details?: JsonObject;
+  constructor(code: RuntimeErrorCode, message: string, opts?: { plugin?: string; hook?: string; details?: JsonObject; cause?: unknown });
+  /** The serializable form. */
+  toInfo(): RuntimeErrorInfo;
+}
+
+/** A plugin failed: in apply, in a tap, or at load (code `plugin`). */
+export declare class PluginError extends RuntimeError {
+  constructor(plugin: string, message: string, opts?: { hook?: string; cause?: unknown; details?: JsonObject });
+}
+
+/** Settings or a manifest are malformed; the message names the field (code `config`). */
+export declare class ConfigError extends RuntimeError {
+  constructor(message: string, opts?: { plugin?: string; details?: JsonObject; cause?: unknown });
+}
+
+/** A plugin requirement is missing or the requirements form a cycle (code `dependency`). */
+export declare class DependencyError extends RuntimeError {
+  constructor(message: string, details?: JsonObject);
+}
+
+/** A provider failed, after retries when retryable (code `provider`). */
+export declare class ProviderError extends RuntimeError {
+  constructor(message: string, opts?: { plugin?: string; details?: JsonObject; cause?: unknown });
+}
+
+/** A tool failed in a way that ends the run, not an error result for the model (code `tool`). */
+export declare class ToolError extends RuntimeError {
+  constructor(message: string, opts?: { plugin?: string; details?: JsonObject; cause?: unknown });
+}
+
+/** The run was stopped (code `cancelled`). */
+export declare class CancelledError extends RuntimeError {
+  constructor(message?: string);
+}
+
+/** The caller asked for something that does not exist: an unknown provider, mode or conversation (code `usage`). */
+export declare class UsageError extends RuntimeError {
+  constructor(message: string, details?: JsonObject);
+}
 
 /** A serializable error, as events and results carry it. */
 export interface RuntimeErrorInfo {

@@ -1,12 +1,50 @@
 /**
- * The runtime half of `liveagent/plugin-api`: an identity helper, the documented hook stages and
- * two helpers for wrapping untrusted text in the tags a model reads. Third-party plugins need
- * none of it at runtime; it exists for type inference, readability and safe prompts.
+ * The runtime half of `liveagent/plugin-api`: the typing helpers (`definePlugin`, `defineTool`),
+ * the `experimental` opt-in, the documented hook stages, two helpers for wrapping untrusted text
+ * in the tags a model reads, and the error classes. A third-party plugin may use none of it.
  */
-import type { Plugin } from '../plugin-api.js';
+import type { ExperimentalFeature, LifecycleEvent, Plugin, PluginContext, PluginEvents, ProviderEvent, SessionHookTaps, ToolDefinition } from '../plugin-api.js';
+import { ConfigError } from './errors.js';
 
-export function definePlugin(plugin: Plugin): Plugin {
-  return plugin;
+export { CancelledError, ConfigError, DependencyError, PluginError, ProviderError, RuntimeError, ToolError, UsageError } from './errors.js';
+
+const EXPERIMENTAL = new Set<string>(['wire_request'] satisfies ExperimentalFeature[]);
+
+/**
+ * Types the plugin and applies its `experimental` opt-in. A plugin that names every experimental
+ * feature is returned as is; otherwise `apply` gets a context whose `providerEvent` taps never
+ * see an event it did not opt into (the only gated member today: `wire_request`).
+ */
+export function definePlugin<Config = unknown>(plugin: Plugin<Config>): Plugin<Config> {
+  const wanted = plugin.experimental ?? [];
+  if (!Array.isArray(wanted)) throw new ConfigError(`plugin "${plugin.name}": experimental must be an array of feature names`, { plugin: plugin.name });
+  for (const f of wanted) {
+    if (!EXPERIMENTAL.has(f)) throw new ConfigError(`plugin "${plugin.name}": experimental feature "${String(f)}" does not exist (known: ${[...EXPERIMENTAL].join(', ')})`, { plugin: plugin.name });
+  }
+  if (wanted.includes('wire_request') || typeof plugin.apply !== 'function') return plugin;
+  const apply = plugin.apply;
+  return { ...plugin, apply: (ctx) => apply.call(plugin, withoutWireRequests(ctx)) };
+}
+
+function withoutWireRequests<Config>(ctx: PluginContext<Config>): PluginContext<Config> {
+  const providerEvent: SessionHookTaps['providerEvent'] = {
+    tap: (fn, options) => ctx.sessionHooks.providerEvent.tap((ev: ProviderEvent, rc) => (ev.type === 'wire_request' ? undefined : fn(ev, rc)), options),
+  };
+  const sessionHooks = Object.freeze({ ...ctx.sessionHooks, providerEvent });
+  // A copy, not a proxy: the context is frozen, and its getters are plain fields.
+  return Object.freeze({ ...ctx, sessionHooks });
+}
+
+/** Types `execute`'s arguments from `parameters` (a zod schema's output). Identity at runtime. */
+export function defineTool<Args>(tool: ToolDefinition<Args>): ToolDefinition<Args> {
+  return tool;
+}
+
+/** The payload of `event` when it is the plugin event `name`, in either form it travels in. */
+export function pluginEvent<K extends keyof PluginEvents>(event: LifecycleEvent, name: K): PluginEvents[K] | undefined {
+  const e = event as { type: string; name?: string; payload?: unknown };
+  const named = e.type === 'custom' ? e.name : e.type;
+  return named === name && e.payload !== undefined ? (e.payload as PluginEvents[K]) : undefined;
 }
 
 export const SystemPromptStages = Object.freeze({

@@ -10,7 +10,7 @@
 import type { ModelInfo } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
 import { Compactor } from './compactor.js';
-import { CompactionSettingsSchema, type CompactionSettings, type ModelFactsLike } from './settings.js';
+import { CompactionSettingsSchema, type ModelFactsLike } from './settings.js';
 
 /** The subset of the model catalog this plugin reads (plugins/model-catalog). */
 interface CatalogLike {
@@ -25,7 +25,7 @@ export default definePlugin({
   settingsKey: 'compaction',
   settingsSchema: CompactionSettingsSchema,
   apply(ctx) {
-    let settings = ctx.config as CompactionSettings;
+    let settings = ctx.config;
     ctx.subscriptions.push(
       ctx.settings.onChange((next) => {
         const r = CompactionSettingsSchema.safeParse(next.compaction ?? {});

@@ -20,8 +20,8 @@ import { cronTool } from './tool.js';
 
 export { CRON_SERVICE, type CronService } from './service.js';
 
-function createService(ctx: PluginContext): CronService & { close(): Promise<void> } {
-  const boot = ctx.config as CronSettings;
+function createService(ctx: PluginContext<CronSettings>): CronService & { close(): Promise<void> } {
+  const boot = ctx.config;
   // Settings saved at runtime are re-read; an invalid edit keeps the last good ones.
   let good = boot;
   const settings = (): CronSettings => {

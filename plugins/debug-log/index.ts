@@ -21,7 +21,7 @@ import { definePlugin } from '../../core/define-plugin.js';
 import { collectOld, debugDir, debugFile, fileStem } from './files.js';
 import { loadOtelApi, RunSpans, type OtelApi } from './otel.js';
 import { newRunState, orphanRecord, Recorder, type RunState } from './recorder.js';
-import { debugLogSettings, DebugLogSettingsSchema, type DebugLogSettingsInput } from './settings.js';
+import { debugLogSettings, DebugLogSettingsSchema } from './settings.js';
 import { JsonlWriter, type LogRecord } from './writer.js';
 
 export { DebugLogSettingsSchema } from './settings.js';
@@ -53,9 +53,11 @@ export default definePlugin({
   version: VERSION,
   enforce: 'post',
   settingsKey: 'debugLog',
+  // The recorder writes each provider's HTTP body (`wire_request`), an experimental event.
+  experimental: ['wire_request'],
   settingsSchema: DebugLogSettingsSchema,
   apply(ctx) {
-    const boot = (ctx.config ?? {}) as DebugLogSettingsInput;
+    const boot = ctx.config;
     const current = () => debugLogSettings(ctx.settings.get(), boot);
     const home = ctx.paths.home;
 

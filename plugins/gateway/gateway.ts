@@ -4,13 +4,11 @@
  * are validated with the protocol's zod schemas and handled one at a time per client; events go
  * out through the fan-out path (fanout.ts).
  */
-import type { McpService } from '../mcp/service.js';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, WebSocketServer } from 'ws';
 import type { Disposable, LifecycleEvent, Logger, ModelInfo, PluginContext, Settings } from '../../plugin-api.js';
 import { APP_PROTOCOL, DEFAULT_REFUSAL_LOG_INTERVAL_MS, RefusalLog, TOKEN_PROTOCOL_PREFIX, checkAccess, refuse } from './access.js';
-import type { ModelCatalog } from '../model-catalog/index.js';
 import { ChatRuns, LaterReply, ReplyError } from './chat-runs.js';
 import { GatewayClient } from './client.js';
 import { LocalSocket, type LocalClientOptions, type LocalConnection } from './local-client.js';
@@ -469,7 +467,7 @@ export class Gateway implements GatewayService {
       case 'mcp.status':
         return { servers: this.mcpServers() };
       case 'mcp.restart': {
-        const mcp = this.ctx.service<McpService>('mcp');
+        const mcp = this.ctx.service('mcp');
         if (!mcp) throw new ReplyError('unavailable', 'no MCP plugin is loaded');
         try {
           await mcp.restart(m.name);
@@ -581,7 +579,7 @@ export class Gateway implements GatewayService {
   }
 
   private mcpServers(): McpServerSummary[] {
-    const mcp = this.ctx.service<McpService>('mcp');
+    const mcp = this.ctx.service('mcp');
     return (mcp?.servers() ?? []).map((s) => ({ name: s.name, state: s.state, ...(s.error ? { error: s.error } : {}), tools: s.tools, transport: s.transport }));
   }
 
@@ -608,7 +606,7 @@ export class Gateway implements GatewayService {
   /** Broadcast MCP state changes (coalesced: a restart storm is one message per tick). */
   private watchMcp(): void {
     if (this.mcpWatched) return;
-    const mcp = this.ctx.service<McpService>('mcp');
+    const mcp = this.ctx.service('mcp');
     if (!mcp) return;
     this.mcpWatched = true;
     let pending = false;
@@ -649,7 +647,7 @@ export class Gateway implements GatewayService {
 
   private catalogModels(providerId: string): Map<string, ModelInfo> {
     try {
-      return new Map((this.ctx.service<ModelCatalog>('modelCatalog')?.models(providerId) ?? []).map((m) => [m.id, m]));
+      return new Map((this.ctx.service('modelCatalog')?.models(providerId) ?? []).map((m) => [m.id, m]));
     } catch {
       return new Map(); // a catalog that cannot tell adds nothing
     }
@@ -660,7 +658,7 @@ export class Gateway implements GatewayService {
   private setSettings(client: GatewayClient, patch: Record<string, unknown>): Promise<unknown> {
     const run = async () => {
       // MCP entries are checked by the MCP plugin itself, so a bad one is refused before saving.
-      const mcpProblems = this.ctx.service<McpService>('mcp')?.validate(patch.mcpServers) ?? [];
+      const mcpProblems = this.ctx.service('mcp')?.validate(patch.mcpServers) ?? [];
       if (mcpProblems.length) throw new ReplyError('config', mcpProblems[0]!);
       if (patch.gateway !== undefined && patch.gateway !== null) {
         const r = parseGatewaySettings(patch.gateway);

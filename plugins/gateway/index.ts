@@ -4,7 +4,7 @@
  * token it generated. Protocol: protocol.ts, documented in docs/gateway-protocol.md.
  */
 import { definePlugin } from '../../core/define-plugin.js';
-import { Gateway } from './gateway.js';
+import { Gateway, type GatewayService } from './gateway.js';
 import { GatewaySettingsSchema } from './settings.js';
 
 export type { AttachOptions, GatewayService } from './gateway.js';
@@ -13,6 +13,13 @@ export { loadOrCreateToken } from './access.js';
 
 /** The key the gateway service is provided under. */
 export const GATEWAY_SERVICE = 'gateway';
+
+// Declared here, so a consumer gets `ctx.service('gateway')` typed without importing this plugin.
+declare module '../../plugin-api.js' {
+  interface ServiceMap {
+    gateway: GatewayService;
+  }
+}
 
 const gatewayPlugin = definePlugin({
   name: 'gateway',

@@ -43,7 +43,7 @@ export default definePlugin({
   settingsKey: 'history',
   settingsSchema: PostgresHistorySettingsSchema,
   async apply(ctx) {
-    const settings = ctx.config as PostgresHistorySettings;
+    const settings = ctx.config;
     const configured = configuredDatabaseUrl(ctx.settings.get());
     if (!configured) return;
     const url = configured.url;

@@ -18,6 +18,13 @@ import { createHistoryService } from './queries.js';
 import { HISTORY_SERVICE, type HistoryService } from './service.js';
 import { HistoryStore } from './store.js';
 
+// Declared here, so a consumer gets `ctx.service('history')` typed without importing this plugin.
+declare module '../../plugin-api.js' {
+  interface ServiceMap {
+    history: HistoryService;
+  }
+}
+
 export const HistorySettingsSchema = z.strictObject({
   file: z.string().min(1, 'must be a non-empty path').optional(),
   busyTimeoutMs: z.number().int().min(0).optional(),
@@ -38,7 +45,7 @@ export default definePlugin({
   async apply(ctx) {
     // A database URL hands the history to history-postgres (one backend answers the hooks).
     if (configuredDatabaseUrl(ctx.settings.get())) return void ctx.logger.debug('a database URL is set: history-postgres stores the history');
-    const settings = ctx.config as HistorySettings;
+    const settings = ctx.config;
     const file = path.resolve(ctx.paths.home, settings.file ?? DEFAULT_DB_FILE);
 
     // The database opens in the background once the host is ready, not during boot (the native

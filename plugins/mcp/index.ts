@@ -7,7 +7,14 @@
 import { definePlugin } from '../../core/define-plugin.js';
 import { McpServersSettingsSchema } from './config.js';
 import { McpManager } from './manager.js';
-import { MCP_SERVICE_KEY } from './service.js';
+import { MCP_SERVICE_KEY, type McpService } from './service.js';
+
+// Declared here, so a consumer gets `ctx.service('mcp')` typed without importing this plugin.
+declare module '../../plugin-api.js' {
+  interface ServiceMap {
+    mcp: McpService;
+  }
+}
 
 export type { McpServerInfo, McpServerState, McpService, McpTransportKind } from './service.js';
 export { MCP_SERVICE_KEY } from './service.js';
@@ -18,7 +25,7 @@ export default definePlugin({
   // Only the outer shape: entries are validated one by one, so a bad one fails only its server.
   settingsSchema: McpServersSettingsSchema,
   apply(ctx) {
-    const manager = new McpManager(ctx, (ctx.config ?? {}) as Record<string, unknown>);
+    const manager = new McpManager(ctx, ctx.config);
     ctx.provide(MCP_SERVICE_KEY, manager.service());
     // Not awaited: the ready hook must not wait for child processes or the network.
     ctx.hooks.ready.tap(() => manager.start());

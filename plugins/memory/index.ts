@@ -24,7 +24,7 @@ import { memoryUpdateText, OverviewPins, UpdateAttacher, type MetaStore } from '
 import { userRoot } from './paths.js';
 import { registerGatewayHandlers } from './gateway-handlers.js';
 import { createMemoryService, MEMORY_SERVICE, MemoryChanges } from './service.js';
-import { memorySettings, MemorySettingsSchema, type MemorySettingsInput } from './settings.js';
+import { memorySettings, MemorySettingsSchema } from './settings.js';
 import { MemoryStore } from './store.js';
 import { memoryTool } from './tool.js';
 import { UnreviewedList } from './unreviewed.js';
@@ -37,7 +37,7 @@ export default definePlugin({
   settingsKey: 'memory',
   settingsSchema: MemorySettingsSchema,
   apply(ctx) {
-    const boot = (ctx.config ?? {}) as MemorySettingsInput;
+    const boot = ctx.config;
     const settings = () => memorySettings(ctx.settings.get(), boot);
     const home = ctx.paths.home;
     const store = new MemoryStore(home, () => settings().maxFileBytes);

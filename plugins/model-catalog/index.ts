@@ -8,6 +8,13 @@ import { definePlugin } from '../../core/define-plugin.js';
 
 export type { ModelFacts };
 
+// Declared here, so a consumer gets `ctx.service('modelCatalog')` typed without importing this plugin.
+declare module '../../plugin-api.js' {
+  interface ServiceMap {
+    modelCatalog: ModelCatalog;
+  }
+}
+
 export interface ModelCatalog {
   /** Facts for a model of a provider (id or alias). */
   info(providerId: string, modelId: string): ModelFacts;

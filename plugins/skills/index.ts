@@ -20,7 +20,7 @@ import { buildCatalog } from './catalog.js';
 import { SkillScanner, skillRoots, type Skill, type SkillScan } from './discover.js';
 import { registerGatewayHandlers } from './gateway-handlers.js';
 import { createSkillsService, SKILLS_SERVICE } from './service.js';
-import { skillsSettings, SkillsSettingsSchema, type SkillsSettingsInput } from './settings.js';
+import { skillsSettings, SkillsSettingsSchema } from './settings.js';
 import { skillTool } from './tool.js';
 
 const MAX_RUNS = 64;
@@ -36,7 +36,7 @@ export default definePlugin({
   settingsKey: 'skills',
   settingsSchema: SkillsSettingsSchema,
   apply(ctx) {
-    const boot = (ctx.config ?? {}) as SkillsSettingsInput;
+    const boot = ctx.config;
     const scanner = new SkillScanner();
     const said = new Set<string>();
     const once = (message: string) => {

@@ -10,8 +10,7 @@
  * settings change; an invalid change is reported and the last valid one kept.
  */
 import { definePlugin } from '../../core/define-plugin.js';
-import { HISTORY_SERVICE, type HistoryService } from '../history-sqlite/service.js';
-import { TitleSettingsSchema, type TitleSettings } from './settings.js';
+import { TitleSettingsSchema } from './settings.js';
 import { Titler, type CatalogLike } from './titler.js';
 
 export { cleanTitle, fallbackTitle } from './clean.js';
@@ -23,7 +22,7 @@ export default definePlugin({
   settingsKey: 'title',
   settingsSchema: TitleSettingsSchema,
   apply(ctx) {
-    let settings = ctx.config as TitleSettings;
+    let settings = ctx.config;
     ctx.subscriptions.push(
       ctx.settings.onChange((next) => {
         const r = TitleSettingsSchema.safeParse(next.title ?? {});
@@ -33,7 +32,7 @@ export default definePlugin({
     );
     const titler = new Titler({
       runtime: ctx.runtime,
-      history: () => ctx.service<HistoryService>(HISTORY_SERVICE),
+      history: () => ctx.service('history'),
       catalog: () => ctx.service<CatalogLike>('modelCatalog'),
       settings: () => settings,
       logger: ctx.logger,

@@ -3,8 +3,7 @@
  * first exchange, keeps it if it is one (clean.ts), else falls back to the first user text, and
  * stores it with `history.setTitle`, which never replaces a title the user gave.
  */
-import type { Logger, ModelInfo, RunResult, RuntimeApi, SessionInfo } from '../../plugin-api.js';
-import type { HistoryService } from '../history-sqlite/service.js';
+import type { Logger, ModelInfo, RunResult, RuntimeApi, ServiceMap, SessionInfo } from '../../plugin-api.js';
 import { cleanTitle, fallbackTitle } from './clean.js';
 import { firstExchange, LEAD_TEXT, SYSTEM_TEXT, titleRequest, type Exchange } from './prompt.js';
 import { DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_TIMEOUT_MS, type TitleSettings } from './settings.js';
@@ -19,7 +18,7 @@ export interface CatalogLike {
 
 export interface TitlerDeps {
   runtime: Pick<RuntimeApi, 'complete' | 'provider'>;
-  history(): HistoryService | undefined;
+  history(): ServiceMap['history'] | undefined;
   catalog(): CatalogLike | undefined;
   settings(): TitleSettings;
   logger: Logger;

@@ -7,7 +7,7 @@
 import { definePlugin } from '../../core/define-plugin.js';
 import { createCliInteraction } from './cli.js';
 import { PendingQuestions } from './pending.js';
-import { AskSettingsSchema, type AskSettings } from './schema.js';
+import { AskSettingsSchema } from './schema.js';
 import { ASK_USER_QUESTION_SERVICE, createService } from './service.js';
 import { createAskUserQuestionTool } from './tool.js';
 
@@ -18,7 +18,7 @@ export default definePlugin({
   apply(ctx) {
     const table = new PendingQuestions();
     const service = createService(table);
-    ctx.registerTool(createAskUserQuestionTool(table, ctx.config as AskSettings));
+    ctx.registerTool(createAskUserQuestionTool(table, ctx.config));
     ctx.provide(ASK_USER_QUESTION_SERVICE, service);
     ctx.provide('cli.interaction', createCliInteraction(table, service));
     // Runs are stopped before shutdown, which cancels their questions; this catches the rest.

@@ -7,7 +7,6 @@
  */
 import type { AttachmentBlock, ExecutionMode, Settings } from '../../plugin-api.js';
 import { MessageStages, definePlugin } from '../../core/define-plugin.js';
-import type { GatewayService } from '../gateway/gateway.js';
 import { sendJsonError } from '../gateway/http-routes.js';
 import { formatSize } from '../provider-shared/attachments.js';
 import { getUpload, postUpload } from './http.js';
@@ -17,6 +16,13 @@ import { UploadsSettingsSchema, uploadsSettings } from './settings.js';
 import { UploadError, UploadStore, type CollectResult } from './store.js';
 
 export { UPLOADS_SERVICE, type UploadsService } from './service.js';
+
+// Declared here, so a consumer gets `ctx.service('uploads')` typed without importing this plugin.
+declare module '../../plugin-api.js' {
+  interface ServiceMap {
+    uploads: UploadsService;
+  }
+}
 
 /** The mode a run will have: its own, else the settings' default, else `tools` (as the kernel decides). */
 function effectiveMode(mode: ExecutionMode | undefined, settings: Settings): ExecutionMode {
@@ -67,7 +73,7 @@ const uploadsPlugin = definePlugin({
 
     // The gateway may load after this plugin: its routes are added once every plugin is in.
     ctx.hooks.ready.tap(() => {
-      const gateway = ctx.service<GatewayService>('gateway');
+      const gateway = ctx.service('gateway');
       if (!gateway || typeof gateway.registerHttpRoute !== 'function') return;
       ctx.subscriptions.push(
         gateway.registerHttpRoute('POST', '/api/uploads', (req, res, url) => {

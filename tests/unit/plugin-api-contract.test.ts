@@ -1,14 +1,20 @@
 /**
  * Pins the public contract: plugin-api.d.ts exports exactly these names, every exported
- * declaration and every member of an exported interface carries a doc comment, and the
- * runtime half (`liveagent/plugin-api`) matches the declared constants.
+ * declaration and every member of an exported interface carries a doc comment, the runtime
+ * half (`liveagent/plugin-api`) holds exactly the values the file declares, and the objects a
+ * kernel hands a plugin have exactly the members their interfaces document (both ways).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
+import { z } from 'zod';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { Plugin, PluginContext, Provider, ProviderEvent, ProviderStream, ToolDefinition, LifecycleEvent, SessionHookTaps } from '../../plugin-api.js';
-import { MessageStages, SystemPromptStages, definePlugin } from '../../core/define-plugin.js';
+import * as runtimeHalf from '../../core/define-plugin.js';
+import { MessageStages, SystemPromptStages, definePlugin, defineTool, pluginEvent } from '../../core/define-plugin.js';
+import { createKernel } from '../../core/kernel.js';
+import { trackResources } from '../helpers/cleanup.js';
+import { fakeProvider } from '../helpers/fake-provider.js';
 
 const file = path.resolve(import.meta.dirname, '../../plugin-api.d.ts');
 const source = ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
@@ -31,6 +37,7 @@ describe('plugin-api.d.ts', () => {
     expect(exported().map((e) => e.name).sort()).toMatchInlineSnapshot(`
       [
         "AttachmentBlock",
+        "CancelledError",
         "Checkpoint",
         "CheckpointRecord",
         "Citation",
@@ -40,14 +47,17 @@ describe('plugin-api.d.ts', () => {
         "CompactionTrigger",
         "CompletionOptions",
         "CompletionResult",
+        "ConfigError",
         "ContentBlock",
         "ContextBudget",
         "CustomProviderSettings",
+        "DependencyError",
         "Disposable",
         "DocumentBlock",
         "EditedFile",
         "EventBase",
         "ExecutionMode",
+        "ExperimentalFeature",
         "FileLedger",
         "HistorySnapshot",
         "HookTap",
@@ -64,10 +74,14 @@ describe('plugin-api.d.ts', () => {
         "ModelFacts",
         "ModelInfo",
         "NamedPluginEventType",
+        "OwnTypeEventName",
         "Plugin",
         "PluginContext",
+        "PluginError",
+        "PluginEvents",
         "PluginModule",
         "Provider",
+        "ProviderError",
         "ProviderErrorInfo",
         "ProviderEvent",
         "ProviderRequest",
@@ -80,6 +94,7 @@ describe('plugin-api.d.ts', () => {
         "RunOptions",
         "RunResult",
         "RuntimeApi",
+        "RuntimeError",
         "RuntimeErrorCode",
         "RuntimeErrorInfo",
         "RuntimePaths",
@@ -87,6 +102,7 @@ describe('plugin-api.d.ts', () => {
         "SchemaIssue",
         "SchemaLike",
         "SearchSource",
+        "ServiceMap",
         "SessionHookTaps",
         "SessionInfo",
         "Settings",
@@ -102,15 +118,19 @@ describe('plugin-api.d.ts', () => {
         "ToolCallInfo",
         "ToolContext",
         "ToolDefinition",
+        "ToolError",
         "ToolProgress",
         "ToolResult",
         "ToolResultBlock",
         "ToolResultContent",
         "ToolSpec",
         "Usage",
+        "UsageError",
         "definePlugin",
+        "defineTool",
         "escapeAttribute",
         "neutralizeClosingTag",
+        "pluginEvent",
       ]
     `);
   });
@@ -159,5 +179,142 @@ describe('plugin-api.d.ts', () => {
       | 'event'
       | 'turnEnd'
     >();
+  });
+});
+
+/** Member names an exported interface of plugin-api.d.ts declares (overloads once), sorted. */
+function members(iface: string): string[] {
+  const node = exported().find((e) => e.name === iface)?.node;
+  if (!node || !ts.isInterfaceDeclaration(node)) throw new Error(`no interface ${iface} in plugin-api.d.ts`);
+  return [...new Set(node.members.flatMap((m) => (m.name ? [m.name.getText()] : [])))].sort();
+}
+
+/** Names a class in a core file keeps private or protected (fields, methods, parameter properties). */
+function hiddenMembers(file: string, className: string): Set<string> {
+  const src = ts.createSourceFile(file, fs.readFileSync(path.resolve(import.meta.dirname, '../..', file), 'utf8'), ts.ScriptTarget.Latest, true);
+  const hidden = new Set<string>(['constructor']);
+  const isHidden = (n: ts.Node) => (ts.canHaveModifiers(n) ? ts.getModifiers(n) : undefined)?.some((m) => m.kind === ts.SyntaxKind.PrivateKeyword || m.kind === ts.SyntaxKind.ProtectedKeyword);
+  src.forEachChild((n) => {
+    if (!ts.isClassDeclaration(n) || n.name?.text !== className) return;
+    for (const m of n.members) {
+      if (m.name && isHidden(m)) hidden.add(m.name.getText());
+      if (ts.isConstructorDeclaration(m)) for (const p of m.parameters) if (isHidden(p)) hidden.add(p.name.getText());
+    }
+  });
+  return hidden;
+}
+
+/** What a plugin can reach on an object: own keys and methods up the prototype chain, minus what the class hides. */
+function reachable(obj: object, hidden: Set<string> = new Set()): string[] {
+  const names = new Set<string>(Object.keys(obj));
+  for (let p = Object.getPrototypeOf(obj); p && p !== Object.prototype; p = Object.getPrototypeOf(p)) for (const k of Object.getOwnPropertyNames(p)) names.add(k);
+  for (const h of [...hidden, 'constructor']) names.delete(h);
+  return [...names].sort();
+}
+
+/**
+ * Public methods of the kernel classes behind `ctx.runtime` and `ctx.settings` that hosts use
+ * and the contract does not promise. A plugin can reach them through the context today; a new
+ * public method must be documented in plugin-api.d.ts or listed here on purpose.
+ */
+const HOST_ONLY = {
+  RuntimeApi: ['defaultProvider', 'resolveModel'],
+  SettingsStore: ['addSection', 'close', 'holdReports', 'releaseReports'],
+};
+
+function declaredValues(): string[] {
+  return exported()
+    .filter(({ node }) => ts.isFunctionDeclaration(node) || ts.isVariableStatement(node) || ts.isClassDeclaration(node))
+    .map((e) => e.name)
+    .sort();
+}
+
+describe('the contract matches the code', () => {
+  const res = trackResources();
+
+  it('the runtime half exports exactly the values plugin-api.d.ts declares', () => {
+    expect(Object.keys(runtimeHalf).sort()).toEqual(declaredValues());
+    const err = new runtimeHalf.ConfigError('bad field', { plugin: 'p' });
+    expect(err).toBeInstanceOf(runtimeHalf.RuntimeError);
+    expect(err.toInfo()).toEqual({ code: 'config', message: 'bad field', plugin: 'p' });
+  });
+
+  it('a kernel builds PluginContext, its hooks, RuntimeApi, SettingsStore and RunHandle with exactly the documented members', async () => {
+    let seen: PluginContext | undefined;
+    const probe: Plugin = {
+      name: 'probe',
+      apply(ctx) {
+        seen = ctx;
+        ctx.registerProvider(fakeProvider([{ text: 'hi' }]));
+      },
+    };
+    const kernel = await createKernel({ home: res.tmp('h21-contract-'), plugins: [probe], settings: { defaultProvider: 'fake' }, thirdParty: false });
+    res.kernels.push(kernel);
+    const ctx = seen!;
+    expect(reachable(ctx)).toEqual(members('PluginContext'));
+    expect(reachable(ctx.hooks)).toEqual(members('KernelHookTaps'));
+    expect(reachable(ctx.sessionHooks)).toEqual(members('SessionHookTaps'));
+    expect(reachable(ctx.runtime, hiddenMembers('core/runtime.ts', 'Runtime'))).toEqual([...members('RuntimeApi'), ...HOST_ONLY.RuntimeApi].sort());
+    expect(reachable(ctx.settings, hiddenMembers('core/settings.ts', 'FileSettingsStore'))).toEqual([...members('SettingsStore'), ...HOST_ONLY.SettingsStore].sort());
+    const run = ctx.runtime.startRun({ input: [{ type: 'text', text: 'hello' }] });
+    expect((await run.result).status).toBe('completed');
+    // One way only: startRun returns the kernel's Run itself, so its internals are reachable too.
+    expect(reachable(run)).toEqual(expect.arrayContaining(members('RunHandle')));
+  });
+
+  it('every @experimental member names an ExperimentalFeature, and definePlugin knows exactly those', () => {
+    const alias = exported().find((e) => e.name === 'ExperimentalFeature')!.node as ts.TypeAliasDeclaration;
+    const features = alias.type.getText().split('|').map((t) => t.trim().replace(/^'|'$/g, ''));
+    const tags = [...fs.readFileSync(file, 'utf8').matchAll(/^\s*\*\s*@experimental\b[\s\S]*?\*\//gm)].map((m) => m[0]);
+    expect(tags.length).toBeGreaterThan(0);
+    for (const tag of tags) expect(features.some((f) => tag.includes(`\`${f}\``))).toBe(true);
+    for (const f of features) expect(() => definePlugin({ name: 'x', experimental: [f as never], apply() {} })).not.toThrow();
+    expect(() => definePlugin({ name: 'x', experimental: ['wire_requests' as never], apply() {} })).toThrow(/plugin "x": experimental feature "wire_requests" does not exist \(known: wire_request\)/);
+  });
+
+  it('an experimental event reaches only the plugins that opted in (wire_request)', async () => {
+    const wire: Provider = {
+      id: 'wire',
+      displayName: 'Wire',
+      defaultModel: 'w-1',
+      isConfigured: () => true,
+      async *stream() {
+        yield { type: 'wire_request', api: 'messages', body: { model: 'w-1' } };
+        yield { type: 'block_start', index: 0, block: { type: 'text' } };
+        yield { type: 'text_delta', index: 0, text: 'ok' };
+        yield { type: 'block_end', index: 0, block: { type: 'text', text: 'ok' } };
+        yield { type: 'done', stopReason: 'end' };
+      },
+    };
+    const seen: Record<string, string[]> = { plain: [], optedIn: [], rawObject: [] };
+    const watcher = (name: string, experimental?: ['wire_request']): Plugin => ({
+      name,
+      ...(experimental ? { experimental } : {}),
+      apply(ctx) {
+        ctx.sessionHooks.providerEvent.tap((ev) => void seen[name]!.push(ev.type));
+      },
+    });
+    const kernel = await createKernel({
+      home: res.tmp('h21-experimental-'),
+      plugins: [{ name: 'wire', apply: (ctx) => void ctx.registerProvider(wire) }, definePlugin(watcher('plain')), definePlugin(watcher('optedIn', ['wire_request'])), watcher('rawObject')],
+      thirdParty: false,
+    });
+    res.kernels.push(kernel);
+    expect((await kernel.runtime.startRun({ provider: 'wire', input: [{ type: 'text', text: 'hi' }] }).result).status).toBe('completed');
+    expect(seen.plain).not.toContain('wire_request');
+    expect(seen.plain).toContain('text_delta');
+    expect(seen.optedIn).toContain('wire_request');
+    // Documented: the gate is definePlugin's; a plain object gets every member, as before.
+    expect(seen.rawObject).toContain('wire_request');
+  });
+
+  it('pluginEvent reads a plugin event in both forms it travels in, and defineTool is an identity', () => {
+    const base = { conversationId: 'c', runId: 'r', seq: 1, ts: 0 };
+    expect(pluginEvent({ ...base, type: 'notice', payload: { kind: 'retry' } }, 'notice')).toEqual({ kind: 'retry' });
+    expect(pluginEvent({ ...base, type: 'custom', name: 'notice', payload: { kind: 'x' } }, 'notice')).toEqual({ kind: 'x' });
+    expect(pluginEvent({ ...base, type: 'custom', name: 'other', payload: {} }, 'notice')).toBeUndefined();
+    expect(pluginEvent({ ...base, type: 'turn_start', round: 1 }, 'notice')).toBeUndefined();
+    const tool = { name: 't', description: 'd', parameters: z.object({ a: z.string() }), execute: async () => ({ content: [] }) };
+    expect(defineTool(tool)).toBe(tool);
   });
 });
