@@ -6,7 +6,7 @@
  * change to the kernel. Built-in plugins use exactly this surface.
  *
  * Import it as `liveagent/plugin-api`. At runtime it holds {@link definePlugin} and
- * {@link defineTool} (typing helpers; `definePlugin` also applies the `experimental` opt-in),
+ * {@link defineTool} (typing helpers; `definePlugin` also checks the `experimental` opt-in),
  * {@link pluginEvent}, the stage constants, two prompt-wrapping helpers and the error classes
  * ({@link RuntimeError} and its subclasses). A plain object that satisfies {@link Plugin} loads too.
  *
@@ -287,9 +287,8 @@ export interface Plugin<Config = unknown> {
   apply(ctx: PluginContext<Config>): void | Promise<void>;
   /**
    * The `@experimental` members this plugin uses: without its name here, an experimental event
-   * is not delivered to the plugin's taps. Applied by {@link definePlugin}, which throws on a
-   * name that is not an {@link ExperimentalFeature}; a plugin exported without it gets every
-   * experimental member, as before this opt-in existed.
+   * is not delivered to the plugin's taps. The kernel applies it to every plugin (a plain object
+   * too) and fails the plugin on a name that is not an {@link ExperimentalFeature}.
    */
   experimental?: ExperimentalFeature[];
 }
@@ -302,10 +301,9 @@ export interface Plugin<Config = unknown> {
 export type ExperimentalFeature = 'wire_request';
 
 /**
- * Types a plugin (`Config` from its `settingsSchema`, so `ctx.config` needs no cast) and applies
- * its {@link Plugin.experimental} opt-in: a `providerEvent` tap of a plugin that did not name
- * `wire_request` never sees one. Throws on an unknown experimental name. A plugin module
- * default-exports its result (or a factory returning it).
+ * Types a plugin (`Config` from its `settingsSchema`, so `ctx.config` needs no cast) and checks
+ * its {@link Plugin.experimental} names at once (throws on an unknown one; the kernel applies the
+ * opt-in either way). A plugin module default-exports its result (or a factory returning it).
  */
 export declare function definePlugin<Config = unknown>(plugin: Plugin<Config>): Plugin<Config>;
 

@@ -3,36 +3,18 @@
  * the `experimental` opt-in, the documented hook stages, two helpers for wrapping untrusted text
  * in the tags a model reads, and the error classes. A third-party plugin may use none of it.
  */
-import type { ExperimentalFeature, LifecycleEvent, Plugin, PluginContext, PluginEvents, ProviderEvent, SessionHookTaps, ToolDefinition } from '../plugin-api.js';
-import { ConfigError } from './errors.js';
+import type { LifecycleEvent, Plugin, PluginEvents, ToolDefinition } from '../plugin-api.js';
+import { experimentalOf } from './experimental.js';
 
 export { CancelledError, ConfigError, DependencyError, PluginError, ProviderError, RuntimeError, ToolError, UsageError } from './errors.js';
 
-const EXPERIMENTAL = new Set<string>(['wire_request'] satisfies ExperimentalFeature[]);
-
 /**
- * Types the plugin and applies its `experimental` opt-in. A plugin that names every experimental
- * feature is returned as is; otherwise `apply` gets a context whose `providerEvent` taps never
- * see an event it did not opt into (the only gated member today: `wire_request`).
+ * Types the plugin and checks its `experimental` opt-in at once (the kernel checks it again and
+ * applies it for every plugin, plain objects included: core/plugin-context.ts).
  */
 export function definePlugin<Config = unknown>(plugin: Plugin<Config>): Plugin<Config> {
-  const wanted = plugin.experimental ?? [];
-  if (!Array.isArray(wanted)) throw new ConfigError(`plugin "${plugin.name}": experimental must be an array of feature names`, { plugin: plugin.name });
-  for (const f of wanted) {
-    if (!EXPERIMENTAL.has(f)) throw new ConfigError(`plugin "${plugin.name}": experimental feature "${String(f)}" does not exist (known: ${[...EXPERIMENTAL].join(', ')})`, { plugin: plugin.name });
-  }
-  if (wanted.includes('wire_request') || typeof plugin.apply !== 'function') return plugin;
-  const apply = plugin.apply;
-  return { ...plugin, apply: (ctx) => apply.call(plugin, withoutWireRequests(ctx)) };
-}
-
-function withoutWireRequests<Config>(ctx: PluginContext<Config>): PluginContext<Config> {
-  const providerEvent: SessionHookTaps['providerEvent'] = {
-    tap: (fn, options) => ctx.sessionHooks.providerEvent.tap((ev: ProviderEvent, rc) => (ev.type === 'wire_request' ? undefined : fn(ev, rc)), options),
-  };
-  const sessionHooks = Object.freeze({ ...ctx.sessionHooks, providerEvent });
-  // A copy, not a proxy: the context is frozen, and its getters are plain fields.
-  return Object.freeze({ ...ctx, sessionHooks });
+  experimentalOf(plugin);
+  return plugin;
 }
 
 /** Types `execute`'s arguments from `parameters` (a zod schema's output). Identity at runtime. */

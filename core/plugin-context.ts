@@ -5,9 +5,10 @@
  * and its context is revoked: a late `registerTool` or `tap` from an `apply` still running
  * throws instead of sneaking a registration past the failure.
  */
-import type { Disposable, KernelHookTaps, Plugin, PluginContext, RuntimeApi, RuntimeErrorInfo, RuntimePaths, SessionHookTaps, SettingsStore } from '../plugin-api.js';
+import type { Disposable, ExperimentalFeature, KernelHookTaps, Plugin, PluginContext, ProviderEvent, RuntimeApi, RuntimeErrorInfo, RuntimePaths, SessionHookTaps, SettingsStore } from '../plugin-api.js';
 import { asKernel, asPlugin, ownTool, settleWithin, type CrashOwner } from './crash-guard.js';
 import { ConfigError, PluginError, RuntimeError } from './errors.js';
+import { experimentalOf } from './experimental.js';
 import { facadeFor, trackDisposable, type KernelHooks, type SessionHooks, type TapEnv } from './hooks.js';
 import type { createLogger } from './logger.js';
 import type { ProviderRegistry, ServiceRegistry, ToolRegistry } from './registries.js';
@@ -82,6 +83,15 @@ export async function applyPlugin(plugin: Plugin, deps: ContextDeps): Promise<{ 
   }
 }
 
+/** A plugin that did not opt into `wire_request` (Plugin.experimental) never sees one in its providerEvent taps. */
+function gateExperimental(hooks: SessionHookTaps, features: ReadonlySet<ExperimentalFeature>): SessionHookTaps {
+  if (features.has('wire_request')) return hooks;
+  const providerEvent: SessionHookTaps['providerEvent'] = {
+    tap: (fn, options) => hooks.providerEvent.tap((ev: ProviderEvent, rc) => (ev.type === 'wire_request' ? undefined : fn(ev, rc)), options),
+  };
+  return Object.freeze({ ...hooks, providerEvent });
+}
+
 function makeContext(plugin: Plugin, slot: PluginSlot, d: ContextDeps): PluginContext {
   const name = plugin.name;
   const current = d.settings.get();
@@ -110,7 +120,7 @@ function makeContext(plugin: Plugin, slot: PluginSlot, d: ContextDeps): PluginCo
   return Object.freeze({
     name,
     hooks: facadeFor<KernelHooks, KernelHookTaps>(name, d.kernelHooks as never, subs, env, revoked),
-    sessionHooks: facadeFor<SessionHooks, SessionHookTaps>(name, d.sessionHooks as never, subs, env, revoked),
+    sessionHooks: gateExperimental(facadeFor<SessionHooks, SessionHookTaps>(name, d.sessionHooks as never, subs, env, revoked), experimentalOf(plugin)),
     registerTool: (tool) =>
       track(() => {
         const reg = d.tools.add(tool, name);

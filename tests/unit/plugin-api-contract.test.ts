@@ -304,8 +304,9 @@ describe('the contract matches the code', () => {
     expect(seen.plain).not.toContain('wire_request');
     expect(seen.plain).toContain('text_delta');
     expect(seen.optedIn).toContain('wire_request');
-    // Documented: the gate is definePlugin's; a plain object gets every member, as before.
-    expect(seen.rawObject).toContain('wire_request');
+    // The kernel applies the opt-in to every plugin: a plain object did not ask, so it sees none.
+    expect(seen.rawObject).not.toContain('wire_request');
+    expect(seen.rawObject).toContain('text_delta');
   });
 
   it('pluginEvent reads a plugin event in both forms it travels in, and defineTool is an identity', () => {
