@@ -24,7 +24,7 @@ import type { AskUserQuestionService } from '../../plugins/tool-ask-user-questio
 import { startMockAnthropic, type MockAnthropicServer } from '../fixtures/mock-anthropic.js';
 import { createFakeElectron, type FakeHarness, type FakePort } from '../helpers/fake-electron.js';
 import { conversationItem, currentConversationId, lastReply, makePng, newChat, openApp, send, waitConnected, waitIdle } from './helpers/app.js';
-import { hasChromium, launchBrowser, newContext, tmpFile, trackErrors } from './helpers/browser.js';
+import { hasChromium, launchBrowser, newContext, screenshot, tmpFile, trackErrors } from './helpers/browser.js';
 import { TEST_API_KEY, TEST_RUNTIME } from './helpers/e2e-server.js';
 import { createModel } from './helpers/mock-model.js';
 import { ensureWebuiBuilt } from './helpers/webui-build.js';
@@ -227,6 +227,8 @@ describe.skipIf(!hasChromium)('desktop app: the WebUI over the IPC transport (e2
     const url = (await app.getByTestId('desktop-gateway-url').textContent())!.trim();
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/#token=[A-Za-z0-9_-]+$/);
     await app.getByTestId('desktop-gateway-qr').waitFor();
+    await app.getByTestId('desktop-gateway-qr').scrollIntoViewIfNeeded();
+    await screenshot(app, 'desktop-gateway-settings');
     await app.getByTestId('settings-close').click();
 
     const ctx = await newContext(browser);
