@@ -19,11 +19,12 @@ import providerGemini from '../plugins/provider-gemini/index.js';
 import providerOpenAI from '../plugins/provider-openai/index.js';
 import projectInstructions from '../plugins/project-instructions/index.js';
 import skills from '../plugins/skills/index.js';
+import teamFanout from '../plugins/team-fanout/index.js';
 import title from '../plugins/title/index.js';
 import toolAskUserQuestion from '../plugins/tool-ask-user-question/index.js';
 import { builtinToolPlugins } from '../plugins/tool-shared/index.js';
 import uploads from '../plugins/uploads/index.js';
 
 export async function builtinPlugins(): Promise<PluginModule[]> {
-  return [historySqlite, historyPostgres, modelCatalog, compaction, providerAnthropic, providerOpenAI, providerGemini, permissions, hooks, ...builtinToolPlugins, toolAskUserQuestion, uploads, mcp, projectInstructions, conversationSettings, skills, memory, title, cron, debugLog];
+  return [historySqlite, historyPostgres, modelCatalog, compaction, providerAnthropic, providerOpenAI, providerGemini, permissions, hooks, ...builtinToolPlugins, toolAskUserQuestion, uploads, mcp, projectInstructions, conversationSettings, skills, memory, title, cron, teamFanout, debugLog];
 }

@@ -84,6 +84,9 @@ const KNOWN_CROSS_PLUGIN = [
   'gateway -> history-sqlite', // HistoryMessage, SegmentInfo types beside the service
   'gateway -> uploads', // UploadsService type (Pick of it)
   'history-postgres -> history-sqlite', // shares rows, queries, schema, store: a library in disguise
+  'team-fanout -> gateway',
+  'team-fanout -> history-postgres',
+  'team-fanout -> history-sqlite',
   'tool-shared -> tool-bash', // the builtin tool list: belongs in hosts/builtins.ts
   'tool-shared -> tool-delete',
   'tool-shared -> tool-edit',
