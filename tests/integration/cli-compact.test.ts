@@ -76,7 +76,7 @@ describe('liveagent compact', () => {
     expect(events.find((e) => e.type === 'context')).toMatchObject({ payload: { contextWindow: 4000 } });
     // seq rises across the runs and the compactions in between
     expect(events[0]!.seq).toBeGreaterThan(lines.filter((l) => l.seq).at(-1)!.seq);
-  });
+  }, 90_000); // six CLI processes: slow on a loaded 2-core machine
 
   it('bad usage and unknown conversations exit 2 with one line', async () => {
     const home = tempHome(providerSettings(mock.url));
