@@ -1,8 +1,8 @@
 /**
  * The one contract between the desktop's main process, its preload and the renderer: IPC channel
- * names and the bridge the preload exposes as `window.liveagent.desktop`. The renderer keeps a
- * structural copy (webui/src/transport/ipc-transport.ts, `DesktopBridge`) because the WebUI is
- * type-checked on its own; tests/unit/desktop-preload.test.ts holds the two together.
+ * names and the bridge the preload exposes as `window.liveagent.desktop`. The renderer imports it
+ * too (webui/src/transport/ipc-transport.ts; the WebUI's type-check copies it, see
+ * webui/scripts/typecheck.mjs), so it imports nothing: no Node, no Electron, only constants and types.
  */
 
 /** renderer → main (send): open a gateway connection; the nonce comes back with the port. */

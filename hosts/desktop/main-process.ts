@@ -7,12 +7,10 @@
  */
 import path from 'node:path';
 import type { LifecycleEvent, PluginModule, Settings } from '../../plugin-api.js';
-import { createKernel, type Kernel } from '../../core/kernel.js';
-import { resolvePaths } from '../../core/paths.js';
-import { CRON_SERVICE, type CronService } from '../../plugins/cron/service.js';
-import gatewayPlugin, { GATEWAY_SERVICE, type GatewayService, type LocalConnection } from '../../plugins/gateway/index.js';
-import { builtinPlugins } from '../builtins.js';
+import type { Kernel } from '../../core/kernel.js';
+import type { LocalConnection } from '../../plugins/gateway/index.js';
 import { packageRoot } from '../server/static-files.js';
+import { bootGatewayKernel, startScheduledTasks } from '../shared/gateway-host.js';
 import { COMMAND_CHANNEL, CONNECT_CHANNEL, GATEWAY_INFO_CHANNEL, GATEWAY_SET_CHANNEL, PORT_CHANNEL, type DesktopCommand, type DesktopGatewayInfo } from './contract.js';
 import { DEFAULT_BOUNDS, DesktopState } from './desktop-state.js';
 import type { BrowserWindow, ElectronMain, IpcMainEvent, MenuItemConstructorOptions } from './electron-api.js';
@@ -56,10 +54,6 @@ const GatewayPatchSchema = z.strictObject({
   port: z.number('port must be a number').int('port must be a whole number').min(0, 'port must be 0-65535').max(65535, 'port must be 0-65535').optional(),
 });
 
-function isGatewayModule(m: PluginModule): boolean {
-  return m === gatewayPlugin || (typeof m === 'object' && m !== null && m.name === 'gateway');
-}
-
 /** Start the desktop; null when another instance holds the lock (this one quits, that one shows its window). */
 export async function startDesktop(options: DesktopOptions): Promise<Desktop | null> {
   const { app, BrowserWindow, ipcMain, MessageChannelMain, Menu, Notification } = options.electron;
@@ -68,20 +62,7 @@ export async function startDesktop(options: DesktopOptions): Promise<Desktop | n
     app.quit();
     return null;
   }
-  const builtins = [...(options.builtins ?? (await builtinPlugins()))];
-  if (!builtins.some(isGatewayModule)) builtins.push(gatewayPlugin);
-  const kernel = await createKernel({
-    home: resolvePaths(options.home).home,
-    builtins,
-    plugins: options.extraPlugins ?? [],
-    ...(options.settings ? { settings: options.settings } : {}),
-    ...(options.thirdParty !== undefined ? { thirdParty: options.thirdParty } : {}),
-  });
-  const gateway = kernel.services.get<GatewayService>(GATEWAY_SERVICE);
-  if (!gateway) {
-    await kernel.shutdown();
-    throw new Error(`the gateway plugin is not available: ${kernel.loaded.find((p) => p.name === 'gateway')?.error?.message ?? 'it is not loaded'}`);
-  }
+  const { kernel, gateway } = await bootGatewayKernel(options);
   const home = kernel.paths.home;
   const webuiDir = path.resolve(options.webuiDir ?? path.join(packageRoot(), 'webui', 'dist'));
   const preload = options.preload ?? path.join(packageRoot(), 'dist', 'hosts', 'desktop', 'preload.cjs');
@@ -162,7 +143,7 @@ export async function startDesktop(options: DesktopOptions): Promise<Desktop | n
     const { port1, port2 } = new MessageChannelMain();
     // Files from the window go over the same port (it has no HTTP origin for /api/uploads).
     const uploads = new UploadReceiver({ uploads: () => kernel.services.get<UploadsService>(UPLOADS_SERVICE), post: (m) => port1.postMessage(m) });
-    const conn = gateway!.connectLocal({
+    const conn = gateway.connectLocal({
       send: (frame) => port1.postMessage(frame),
       onClose: (reason) => {
         connections.delete(conn);
@@ -299,10 +280,7 @@ export async function startDesktop(options: DesktopOptions): Promise<Desktop | n
   }
   createWindow();
   await applyGateway();
-  await kernel.services
-    .get<CronService>(CRON_SERVICE)
-    ?.start()
-    .catch((err: Error) => log(`liveagent: scheduled tasks are not running: ${err.message}`));
+  await startScheduledTasks(kernel, log);
 
   return { kernel, state, network, window: live, gatewayInfo, setGateway, stopped };
 }

@@ -19,6 +19,8 @@ try {
   fs.mkdirSync(path.join(scratch, 'plugins/gateway'), { recursive: true });
   fs.copyFileSync(path.join(repo, 'plugins/gateway/protocol.ts'), path.join(scratch, 'plugins/gateway/protocol.ts'));
   fs.copyFileSync(path.join(repo, 'plugin-api.d.ts'), path.join(scratch, 'plugin-api.d.ts'));
+  fs.mkdirSync(path.join(scratch, 'hosts/desktop'), { recursive: true });
+  fs.copyFileSync(path.join(repo, 'hosts/desktop/contract.ts'), path.join(scratch, 'hosts/desktop/contract.ts'));
   fs.symlinkSync(path.join(repo, 'node_modules'), path.join(scratch, 'node_modules'));
   const walk = (dir) => fs.readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? walk(path.join(dir, d.name)) : [path.join(dir, d.name)]));
   for (const file of walk(path.join(scratch, 'webui/src')).filter((f) => f.endsWith('.vue'))) {

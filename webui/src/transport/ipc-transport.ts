@@ -4,46 +4,14 @@
  * the WebSocket's (one server message or an array of them) and every store stays the same.
  * Main may end a port (`{ closed: reason }`): the transport asks for a new one with backoff.
  */
-import type { ClientMessage, ServerMessage } from '../../../plugins/gateway/protocol.js';
 import { toUploadResult, UploadError, type UploadHandle, type UploadResult } from '../lib/uploads.js';
-import type { Transport, TransportStatus, Unsubscribe } from './types.js';
+import { TransportCore, type BackoffOptions } from './transport-core.js';
+// The one contract with the desktop's main process and preload (it imports nothing, so the page can bundle it).
+import { PORT_MESSAGE_TYPE, UPLOAD_CHUNK_BYTES, UPLOAD_WINDOW_BYTES } from '../../../hosts/desktop/contract.js';
+import type { DesktopBridge, UploadReply } from '../../../hosts/desktop/contract.js';
 
-/** Structural copy of hosts/desktop/contract.ts (the WebUI is type-checked on its own). */
-export interface DesktopGatewayInfo {
-  enabled: boolean;
-  running: boolean;
-  host: string;
-  port: number;
-  url?: string;
-  token?: string;
-  error?: string;
-}
-
-export interface DesktopBridge {
-  readonly version: 1;
-  readonly platform: string;
-  connect(nonce: string): void;
-  gatewayInfo(): Promise<DesktopGatewayInfo>;
-  setGateway(patch: { enabled: boolean; host?: string; port?: number }): Promise<DesktopGatewayInfo>;
-  onCommand(fn: (command: string) => void): () => void;
-}
-
-export const PORT_MESSAGE_TYPE = 'liveagent:port';
-/** hosts/desktop/contract.ts: main refuses bigger chunks, and more than the window unacked. */
-export const UPLOAD_CHUNK_BYTES = 256 * 1024;
-export const UPLOAD_WINDOW_BYTES = 4 * UPLOAD_CHUNK_BYTES;
-
-/** An upload message from main (contract.ts `UploadReply`). */
-interface UploadReply {
-  upload: 'ack' | 'done' | 'error' | 'file';
-  id: string;
-  received?: number;
-  result?: unknown;
-  code?: string;
-  message?: string;
-  mediaType?: string;
-  data?: ArrayBuffer;
-}
+export type { DesktopBridge, DesktopGatewayInfo } from '../../../hosts/desktop/contract.js';
+export { PORT_MESSAGE_TYPE, UPLOAD_CHUNK_BYTES, UPLOAD_WINDOW_BYTES };
 
 /** The HTTP status an upload error code stands for, so retry rules match the browser's. */
 const STATUS: Record<string, number> = { too_large: 413, bad_request: 400, not_found: 404, failed: 500 };
@@ -54,70 +22,41 @@ export interface PortSource {
   removeEventListener(type: 'message', fn: (ev: MessageEvent) => void): void;
 }
 
-export interface IpcTransportOptions {
+export interface IpcTransportOptions extends BackoffOptions {
   bridge: DesktopBridge;
   source?: PortSource;
   /** No port after this long: try again (ms, default 5000). */
   connectTimeoutMs?: number;
-  baseDelayMs?: number;
-  maxDelayMs?: number;
 }
 
 let nonces = 0;
 let uploadIds = 0;
 
-export class IpcTransport implements Transport {
+export class IpcTransport extends TransportCore {
   private port: MessagePort | null = null;
   private pending: { nonce: string; listener: (ev: MessageEvent) => void; timer: ReturnType<typeof setTimeout> } | null = null;
-  private readonly messageFns = new Set<(m: ServerMessage) => void>();
-  private readonly statusFns = new Set<(s: TransportStatus) => void>();
-  private outbox: string[] = [];
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  private closed = false;
-  private status: TransportStatus = { state: 'idle', attempt: 0, wasOpen: false };
   /** Upload operations waiting for main, by id: they end with their port. */
   private readonly uploads = new Map<string, { port: MessagePort; on(r: UploadReply): void; lost(): void }>();
 
-  constructor(private readonly opts: IpcTransportOptions) {}
+  constructor(private readonly opts: IpcTransportOptions) {
+    super(opts, 'the desktop gateway');
+  }
 
   private get source(): PortSource {
     return this.opts.source ?? window;
   }
 
-  connect(): void {
-    this.closed = false;
-    if (this.port || this.pending) return;
-    this.open();
+  protected hasConnection(): boolean {
+    return !!(this.port || this.pending);
   }
 
-  send(msg: ClientMessage): void {
-    const text = JSON.stringify(msg);
-    if (this.port) this.port.postMessage(text);
-    else this.outbox.push(text);
+  protected post(text: string): boolean {
+    if (!this.port) return false;
+    this.port.postMessage(text);
+    return true;
   }
 
-  onMessage(fn: (msg: ServerMessage) => void): Unsubscribe {
-    this.messageFns.add(fn);
-    return () => this.messageFns.delete(fn);
-  }
-
-  onStatus(fn: (status: TransportStatus) => void): Unsubscribe {
-    this.statusFns.add(fn);
-    fn(this.status);
-    return () => this.statusFns.delete(fn);
-  }
-
-  reconnectNow(): void {
-    if (this.closed || this.port || this.pending) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    this.open();
-  }
-
-  close(): void {
-    this.closed = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+  protected hangUp(): void {
     this.cancelPending();
     const port = this.port;
     this.port = null;
@@ -126,12 +65,6 @@ export class IpcTransport implements Transport {
       port.postMessage({ close: true });
       port.close();
     }
-    this.setStatus({ ...this.status, state: 'closed' });
-  }
-
-  private setStatus(s: TransportStatus): void {
-    this.status = s;
-    for (const fn of this.statusFns) fn(s);
   }
 
   private cancelPending(): void {
@@ -141,14 +74,14 @@ export class IpcTransport implements Transport {
     this.pending = null;
   }
 
-  private open(): void {
+  protected open(): void {
     const nonce = `p${++nonces}-${Math.random().toString(36).slice(2)}`;
     const listener = (ev: MessageEvent) => {
       const d = ev.data as { type?: unknown; nonce?: unknown } | null;
       if (!d || d.type !== PORT_MESSAGE_TYPE || d.nonce !== nonce || !ev.ports[0]) return;
       this.cancelPending();
       if (this.closed) return void ev.ports[0].close();
-      this.opened(ev.ports[0]);
+      this.attach(ev.ports[0]);
     };
     const timer = setTimeout(() => {
       this.cancelPending();
@@ -156,11 +89,11 @@ export class IpcTransport implements Transport {
     }, this.opts.connectTimeoutMs ?? 5000);
     this.pending = { nonce, listener, timer };
     this.source.addEventListener('message', listener);
-    this.setStatus({ ...this.status, state: this.status.wasOpen ? 'reconnecting' : 'connecting', nextRetryAt: undefined });
+    this.connecting();
     this.opts.bridge.connect(nonce);
   }
 
-  private opened(port: MessagePort): void {
+  private attach(port: MessagePort): void {
     this.port = port;
     port.onmessage = (ev) => {
       if (this.port !== port) return;
@@ -173,30 +106,7 @@ export class IpcTransport implements Transport {
       }
       this.deliver(ev.data);
     };
-    this.setStatus({ state: 'open', attempt: 0, wasOpen: true });
-    const queued = this.outbox;
-    this.outbox = [];
-    for (const text of queued) port.postMessage(text);
-  }
-
-  private deliver(text: string): void {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      console.warn('the desktop gateway sent a frame that is not JSON');
-      return;
-    }
-    for (const m of Array.isArray(parsed) ? parsed : [parsed]) {
-      if (!m || typeof m !== 'object' || typeof (m as { type?: unknown }).type !== 'string') continue;
-      for (const fn of this.messageFns) {
-        try {
-          fn(m as ServerMessage);
-        } catch (err) {
-          console.error('gateway message handler failed', err);
-        }
-      }
-    }
+    this.opened((text) => port.postMessage(text));
   }
 
   private lost(port: MessagePort, reason: string): void {
@@ -204,18 +114,6 @@ export class IpcTransport implements Transport {
     this.dropUploads(port);
     port.close();
     if (!this.closed) this.scheduleRetry(reason);
-  }
-
-  private scheduleRetry(reason: string): void {
-    const attempt = this.status.attempt + 1;
-    const base = this.opts.baseDelayMs ?? 300;
-    const max = this.opts.maxDelayMs ?? 8000;
-    const delay = Math.min(max, base * 2 ** Math.min(attempt - 1, 10)) * (0.75 + Math.random() * 0.5);
-    this.setStatus({ state: 'reconnecting', attempt, nextRetryAt: Date.now() + delay, reason, wasOpen: this.status.wasOpen });
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      if (!this.closed) this.open();
-    }, delay);
   }
 
   private dropUploads(port: MessagePort): void {
@@ -314,8 +212,9 @@ export class IpcTransport implements Transport {
         port,
         on: (r) => {
           this.uploads.delete(id);
-          if (r.upload === 'file' && r.data instanceof ArrayBuffer) resolve(new Blob([r.data], { type: r.mediaType ?? 'application/octet-stream' }));
-          else reject(new UploadError(r.code ?? 'failed', r.message ?? 'the file could not be fetched', STATUS[r.code ?? 'failed'] ?? 0));
+          if (r.upload === 'file' && r.data instanceof ArrayBuffer) return resolve(new Blob([r.data], { type: r.mediaType ?? 'application/octet-stream' }));
+          const e = r.upload === 'error' ? r : undefined;
+          reject(new UploadError(e?.code ?? 'failed', e?.message ?? 'the file could not be fetched', STATUS[e?.code ?? 'failed'] ?? 0));
         },
         lost: () => {
           this.uploads.delete(id);
