@@ -277,6 +277,15 @@ export interface Plugin<Config = unknown> {
   /** Top-level settings key this plugin owns instead of `pluginSettings.<name>` (e.g. `mcpServers`). */
   settingsKey?: string;
   /**
+   * A stricter check of the section, on a save that changes it ({@link SettingsStore.set}), on
+   * top of `settingsSchema`: for values the running plugin tolerates (at boot, or in an edit of
+   * the file made elsewhere) but a save should refuse. E.g. MCP: at boot a bad server entry fails
+   * only its server; a save that writes one is refused, naming the entry and field. A save that
+   * leaves the section as it was never runs it (so a bad value already on disk does not block
+   * saving other sections).
+   */
+  settingsWriteSchema?: SchemaLike;
+  /**
    * Wire the plugin up. May be async. Contract: a throw or rejection here, or not settling
    * within `runtime.pluginApplyTimeoutMs` (default 10 s), is reported as a plugin failure with
    * the plugin's name; what it registered so far is undone, its context is revoked (registering
@@ -424,7 +433,7 @@ export interface SettingsStore {
   /**
    * Save `next` (validated; an invalid value throws a ConfigError naming the field and nothing
    * is written). Contract: every loaded plugin's section is checked with its `settingsSchema`
-   * too, as at boot. What is saved is the change from the settings as `get()` returned them to
+   * too, as at boot, and a section this save changes with its `settingsWriteSchema`. What is saved is the change from the settings as `get()` returned them to
    * `next`, applied to the file as it is on disk now, so keys others added meanwhile survive;
    * resolves to the merged result. A file on disk that does not parse or validate is never
    * overwritten: the save throws a ConfigError naming the file and the problem. Writes
@@ -793,6 +802,22 @@ export interface RuntimeApi {
    * and awaited, and a later run on that id fails as unknown unless a store knows it.
    */
   forgetConversation(conversationId: string): Promise<void>;
+  /**
+   * Delete a conversation, the one way every host and plugin does it: its active run is stopped
+   * and awaited, the process forgets it ({@link forgetConversation}), the store deletes it (the
+   * `deleteConversation` persistence hook) and then the kernel's `conversationDeleted` hook
+   * tells every plugin (a gateway closes the chat in every window; questions are cancelled).
+   * Resolves true when a store or this process knew the conversation. Rejects (UsageError) for a
+   * malformed id, or with the store's error (a PluginError) when the store failed.
+   */
+  deleteConversation(conversationId: string): Promise<boolean>;
+  /**
+   * Rename a conversation (the title a user chose; a generated title never replaces it): the
+   * `renameConversation` persistence hook stores the trimmed title. Resolves false when no store
+   * knows the conversation. Rejects (UsageError) for a malformed id or a title that is not 1-200
+   * characters once trimmed.
+   */
+  renameConversation(conversationId: string, title: string): Promise<boolean>;
   /**
    * Compact a stored conversation now (trigger `manual`): the `compaction` hook answers and the
    * checkpoint is stored through `saveCheckpoint`. Emits `compaction` events like a run does.
@@ -1186,6 +1211,20 @@ export interface KernelHookTaps {
   sessionCreated: HookTap<[SessionInfo], void>;
   /** Something failed outside a run (a plugin, a tap, a background task, an error a plugin's timer threw). */
   failed: HookTap<[RuntimeErrorInfo], void>;
+  /**
+   * Notification: a conversation was deleted ({@link RuntimeApi.deleteConversation}): its run is
+   * over, the process forgot it and the store deleted it. Drop what you keep for it. A throw is
+   * reported, never fatal.
+   */
+  conversationDeleted: HookTap<[ConversationDeleted], void>;
+}
+
+/** What {@link KernelHookTaps.conversationDeleted} says. */
+export interface ConversationDeleted {
+  /** The deleted conversation. */
+  conversationId: string;
+  /** A store or this process knew the conversation (the value `deleteConversation` resolves with). */
+  existed: boolean;
 }
 
 /**
@@ -1199,7 +1238,9 @@ export interface KernelHookTaps {
  * - the compaction fails (a `compaction` error event) and the run goes on with the history as it
  *   was: `compaction`, `saveCheckpoint`;
  * - it is reported (logged and the kernel's `failed` hook) and the run goes on: `saveProgress`,
- *   `providerEvent`, `event`, `turnEnd` (an async tap's rejection too).
+ *   `providerEvent`, `event`, `turnEnd` (an async tap's rejection too);
+ * - the runtime call that asked rejects with a PluginError (no run is involved):
+ *   `deleteConversation`, `renameConversation`.
  * Code a tap (or a tool's `execute`) starts runs in the plugin's name: an error it throws later
  * from a timer or an unawaited promise is reported naming the plugin, and the run the tap was
  * called for, if still going, ends with an `error` event and `agent_end` status `error`.
@@ -1218,6 +1259,18 @@ export interface SessionHookTaps {
   saveRound: HookTap<[RoundRecord], void | Promise<void>>;
   /** Truncate history at a message (edit and resend): the message and everything after it go. */
   truncateHistory: HookTap<[{ conversationId: string; fromMessageId: string }], void | Promise<void>>;
+  /**
+   * Bail: delete a stored conversation ({@link RuntimeApi.deleteConversation}, called once its
+   * run is stopped): the store answers true when it held it, false when not; a tap that stores
+   * nothing returns undefined. A throw rejects the `deleteConversation` call.
+   */
+  deleteConversation: HookTap<[{ conversationId: string }], boolean | undefined | Promise<boolean | undefined>>;
+  /**
+   * Bail: store a user's title ({@link RuntimeApi.renameConversation}; `title` is trimmed, 1-200
+   * characters): true when stored, false for a conversation the store does not hold, undefined
+   * from a tap that stores nothing. A throw rejects the `renameConversation` call.
+   */
+  renameConversation: HookTap<[{ conversationId: string; title: string }], boolean | undefined | Promise<boolean | undefined>>;
   /**
    * Store a compaction checkpoint as a new active history segment: the messages from
    * `firstKeptMessageId` on move into it. Contract: in one transaction (all of it, or nothing).
@@ -1320,6 +1373,37 @@ export type MessageDelta =
   | { kind: 'tool_call_start'; index: number; id: string; name: string }
   | { kind: 'tool_input'; index: number; json: string }
   | { kind: 'block'; index: number; block: ContentBlock };
+
+/** How {@link MessageFold} reads unfinished blocks (a finished one is always the block as it ended). */
+export interface FoldReadOptions {
+  /** Unfinished tool calls: left out (`drop`), or with their arguments parsed as far as valid JSON (`parse`, `{}` until then). Default `parse`. */
+  toolCalls?: 'drop' | 'parse';
+  /** Stamp unfinished thinking with this provider, and leave it out while empty (how the kernel stores it). Default: unstamped, kept. */
+  thinkingProvider?: string;
+}
+
+/**
+ * The one fold of {@link MessageDelta}s into an assistant message's content, as the kernel builds
+ * the message it stores and as the gateway and the WebUI rebuild the reply being streamed: a
+ * plugin that shows or relays `message_update` events folds them with it too. Pure; deltas are
+ * kept in arrays and joined only when a block is read, so a long reply stays linear.
+ */
+export declare class MessageFold {
+  /** Start from content already shown (e.g. a snapshot's partial reply): later deltas continue it. */
+  static from(content: readonly ContentBlock[]): MessageFold;
+  /** Fold one delta in (by its block index; a delta of another kind than the block there starts it again). */
+  apply(delta: MessageDelta): void;
+  /** The tool call's name at a block index, if a tool call is there. */
+  toolName(index: number): string | undefined;
+  /** The argument JSON streamed so far for the tool call at a block index (undefined when none is there). */
+  toolInput(index: number): string | undefined;
+  /** Some block has not ended yet. */
+  unfinished(): boolean;
+  /** The block at an index as it stands; undefined for a gap or a block `options` leave out. */
+  block(index: number, options?: FoldReadOptions): ContentBlock | undefined;
+  /** Every block in index order, gaps and left-out blocks skipped. */
+  content(options?: FoldReadOptions): ContentBlock[];
+}
 
 // ────────────────────────────────────────────────────────────────────────────────────────────
 // Errors

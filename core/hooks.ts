@@ -18,6 +18,7 @@ import type {
   CheckpointRecord,
   CompactionAnswer,
   CompactionRequest,
+  ConversationDeleted,
   Disposable,
   HistorySnapshot,
   HookTap,
@@ -55,9 +56,10 @@ export type HookKind = 'sync' | 'series' | 'bail' | 'waterfall' | 'parallel';
  * - `compaction`: rethrown; the compaction fails (a `compaction` error event), the run goes on;
  * - `report`: reported (logged and the `failed` hook), the run goes on;
  * - `plugin-failed`: the plugin is reported failed and unloaded, the host goes on (`ready`);
- * - `log`: logged only (a `failed` tap: reporting it would call the same hook again).
+ * - `log`: logged only (a `failed` tap: reporting it would call the same hook again);
+ * - `reject`: rethrown as a PluginError to the caller of the runtime method that asked (delete, rename).
  */
-export type OnThrow = 'fail-run' | 'tool-result' | 'compaction' | 'report' | 'plugin-failed' | 'log';
+export type OnThrow = 'fail-run' | 'tool-result' | 'compaction' | 'report' | 'plugin-failed' | 'log' | 'reject';
 
 export interface HookInfo {
   kind: HookKind;
@@ -84,6 +86,7 @@ export function createKernelHooks() {
     shutdown: declare('series', 'report', new AsyncSeriesHook<[]>([], 'shutdown'), true),
     sessionCreated: declare('sync', 'report', new SyncHook<[SessionInfo]>(['session'], 'sessionCreated')),
     failed: declare('sync', 'log', new SyncHook<[RuntimeErrorInfo]>(['error'], 'failed')),
+    conversationDeleted: declare('sync', 'report', new SyncHook<[ConversationDeleted]>(['deleted'], 'conversationDeleted')),
   });
 }
 
@@ -96,6 +99,9 @@ export function createSessionHooks() {
     saveProgress: declare('series', 'report', new AsyncSeriesHook<[Message, SessionInfo]>(['message', 'session'], 'saveProgress')),
     saveRound: declare('series', 'fail-run', new AsyncSeriesHook<[RoundRecord]>(['round'], 'saveRound')),
     truncateHistory: declare('series', 'fail-run', new AsyncSeriesHook<[{ conversationId: string; fromMessageId: string }]>(['at'], 'truncateHistory')),
+    // A throw rejects the runtime's deleteConversation / renameConversation call.
+    deleteConversation: declare('bail', 'reject', new AsyncSeriesBailHook<[{ conversationId: string }], boolean | undefined>(['at'], 'deleteConversation')),
+    renameConversation: declare('bail', 'reject', new AsyncSeriesBailHook<[{ conversationId: string; title: string }], boolean | undefined>(['at'], 'renameConversation')),
     saveCheckpoint: declare('series', 'compaction', new AsyncSeriesHook<[CheckpointRecord]>(['record'], 'saveCheckpoint')),
     // request building
     systemPrompt: declare('waterfall', 'fail-run', new AsyncSeriesWaterfallHook<[SystemPart[], RequestContext]>(['parts', 'ctx'], 'systemPrompt')),
@@ -165,7 +171,7 @@ export function tapAs(plugin: string, hookName: string, hook: AnyHook, fn: Funct
   const call: (args: unknown[]) => unknown = owner
     ? (args) => asPlugin({ plugin, hook: hookName, runId: runIdOf(args), owner }, () => fn(...args))
     : (args) => fn(...args);
-  const rethrows = info.onThrow === 'fail-run' || info.onThrow === 'tool-result' || info.onThrow === 'compaction';
+  const rethrows = info.onThrow === 'fail-run' || info.onThrow === 'tool-result' || info.onThrow === 'compaction' || info.onThrow === 'reject';
   const sync = info.kind === 'sync';
   let wrapped: Function;
   if (sync) {

@@ -1,18 +1,13 @@
 /**
- * Builds the assistant message from normalized provider events. Deltas are appended to arrays
- * and joined only when a snapshot is needed (block end, coalesced persistence, message end):
- * `text +=` into a growing message would make long replies quadratic.
+ * Builds the assistant message from normalized provider events: each is the `message_update`
+ * delta the run emits for it, folded by the one delta fold (message-fold.ts) the gateway and the
+ * WebUI use too, plus the round's usage, stop reason and response id.
  */
-import type { ContentBlock, JsonObject, Message, ProviderEvent, StopReason, Usage } from '../plugin-api.js';
-
-type Slot =
-  | { kind: 'text'; parts: string[]; final?: ContentBlock }
-  | { kind: 'thinking'; parts: string[]; final?: ContentBlock }
-  | { kind: 'tool_call'; id: string; name: string; parts: string[]; final?: ContentBlock }
-  | { kind: 'final'; final: ContentBlock };
+import type { JsonObject, Message, MessageDelta, ProviderEvent, StopReason, Usage } from '../plugin-api.js';
+import { MessageFold } from './message-fold.js';
 
 export class MessageAssembler {
-  private slots = new Map<number, Slot>();
+  private fold = new MessageFold();
   usage: Usage | undefined;
   stopReason: StopReason | undefined;
   responseId: string | undefined;
@@ -22,93 +17,61 @@ export class MessageAssembler {
   constructor(readonly messageId: string, readonly provider: string, readonly model: string, readonly createdAt = Date.now()) {}
 
   apply(ev: ProviderEvent): void {
-    switch (ev.type) {
-      case 'block_start': {
-        const b = ev.block;
-        this.slots.set(ev.index, b.type === 'tool_call' ? { kind: 'tool_call', id: b.id, name: b.name, parts: [] } : { kind: b.type, parts: [] });
-        this.hasOutput = true;
-        break;
-      }
-      case 'text_delta':
-        this.slot(ev.index, 'text').parts.push(ev.text);
-        this.hasOutput = true;
-        break;
-      case 'thinking_delta':
-        this.slot(ev.index, 'thinking').parts.push(ev.text);
-        this.hasOutput = true;
-        break;
-      case 'tool_input_delta': {
-        const s = this.slots.get(ev.index);
-        if (s && s.kind === 'tool_call') s.parts.push(ev.json);
-        break;
-      }
-      case 'block_end': {
-        const s = this.slots.get(ev.index);
-        if (s !== undefined && s.kind !== 'final') s.final = ev.block;
-        else this.slots.set(ev.index, { kind: 'final', final: ev.block });
-        this.hasOutput = true;
-        break;
-      }
-      case 'usage':
-        this.usage = mergeUsage(this.usage, ev.usage);
-        break;
-      case 'done':
-        this.stopReason = ev.stopReason;
-        this.responseId = ev.responseId;
-        break;
-      case 'error':
-        break;
+    const delta = deltaOf(ev);
+    if (delta) {
+      this.fold.apply(delta);
+      if (delta.kind !== 'tool_input') this.hasOutput = true;
+      return;
     }
-  }
-
-  private slot(index: number, kind: 'text' | 'thinking'): { parts: string[] } {
-    const s = this.slots.get(index);
-    if (s && (s.kind === 'text' || s.kind === 'thinking')) return s;
-    const fresh = { kind, parts: [] as string[] };
-    this.slots.set(index, fresh);
-    return fresh;
+    if (ev.type === 'usage') this.usage = mergeUsage(this.usage, ev.usage);
+    else if (ev.type === 'done') {
+      this.stopReason = ev.stopReason;
+      this.responseId = ev.responseId;
+    }
   }
 
   /** The tool call name at a block index (for hiding argument deltas). */
   toolNameAt(index: number): string | undefined {
-    const s = this.slots.get(index);
-    return s && s.kind === 'tool_call' ? s.name : undefined;
+    return this.fold.toolName(index);
   }
 
   /**
    * The message as it stands. With `partial`, unfinished blocks are included as far as they got
    * (text and thinking); unfinished tool calls are left out since they cannot be executed or
-   * replayed validly.
+   * replayed validly. Thinking without its signature cannot be sent back; it is kept for the
+   * user, marked with the provider and unsigned.
    */
   snapshot(partial: boolean): Message {
-    const content: ContentBlock[] = [];
-    let unfinished = false;
-    for (const index of [...this.slots.keys()].sort((a, b) => a - b)) {
-      const s = this.slots.get(index)!;
-      if (s.final) {
-        content.push(s.final);
-        continue;
-      }
-      unfinished = true;
-      if (s.kind === 'text') content.push({ type: 'text', text: s.parts.join('') });
-      else if (s.kind === 'thinking') {
-        const text = s.parts.join('');
-        // Thinking without its signature cannot be sent back; keep it for the user, marked unsigned.
-        if (text) content.push({ type: 'thinking', thinking: text, provider: this.provider });
-      }
-    }
     const msg: Message = {
       id: this.messageId,
       role: 'assistant',
-      content,
+      content: this.fold.content({ toolCalls: 'drop', thinkingProvider: this.provider }),
       createdAt: this.createdAt,
       provider: this.provider,
       model: this.model,
     };
     if (this.usage) msg.usage = this.usage;
     if (this.stopReason) msg.stopReason = this.stopReason;
-    if (partial || unfinished) msg.meta = { partial: true } satisfies JsonObject;
+    if (partial || this.fold.unfinished()) msg.meta = { partial: true } satisfies JsonObject;
     return msg;
+  }
+}
+
+/** The delta a content event folds as (a text or thinking block_start opens an empty block). */
+function deltaOf(ev: ProviderEvent): MessageDelta | undefined {
+  switch (ev.type) {
+    case 'block_start':
+      return ev.block.type === 'tool_call' ? { kind: 'tool_call_start', index: ev.index, id: ev.block.id, name: ev.block.name } : { kind: ev.block.type, index: ev.index, text: '' };
+    case 'text_delta':
+      return { kind: 'text', index: ev.index, text: ev.text };
+    case 'thinking_delta':
+      return { kind: 'thinking', index: ev.index, text: ev.text };
+    case 'tool_input_delta':
+      return { kind: 'tool_input', index: ev.index, json: ev.json };
+    case 'block_end':
+      return { kind: 'block', index: ev.index, block: ev.block };
+    default:
+      return undefined;
   }
 }
 

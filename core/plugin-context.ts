@@ -113,7 +113,7 @@ function makeContext(plugin: Plugin, slot: PluginSlot, d: ContextDeps): PluginCo
   };
   if (plugin.settingsSchema) {
     const key = plugin.settingsKey;
-    track(() => d.settings.addSection(name, key ?? `pluginSettings.${name}`, (s) => (key ? s[key] : s.pluginSettings?.[name]), plugin.settingsSchema!));
+    track(() => d.settings.addSection(name, key ?? `pluginSettings.${name}`, (s) => (key ? s[key] : s.pluginSettings?.[name]), plugin.settingsSchema!, plugin.settingsWriteSchema));
   }
   const env: TapEnv = { report: d.reportFailure, pluginFailed: d.pluginFailed, log: d.log('kernel').error, owner: d.owner, timeoutMs: d.timeoutMs };
   const revoked = () => slot.revoked;

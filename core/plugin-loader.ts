@@ -17,6 +17,7 @@ const PluginManifestSchema = z.object({
   enforce: z.enum(['pre', 'post']).optional(),
   settingsKey: z.string().min(1).optional(),
   settingsSchema: z.custom((v) => v === undefined || (!!v && typeof (v as { safeParse?: unknown }).safeParse === 'function'), 'must have safeParse').optional(),
+  settingsWriteSchema: z.custom((v) => v === undefined || (!!v && typeof (v as { safeParse?: unknown }).safeParse === 'function'), 'must have safeParse').optional(),
   apply: z.custom<Plugin['apply']>((v) => typeof v === 'function', 'must be a function'),
 });
 

@@ -24,7 +24,7 @@ import type {
 import { askCompaction } from './compaction.js';
 import { complete } from './completion.js';
 import { UsageError } from './errors.js';
-import type { SessionHooks } from './hooks.js';
+import type { KernelHooks, SessionHooks } from './hooks.js';
 import { CONVERSATION_ID_PATTERN, newConversationId, newRunId } from './ids.js';
 import { modelFacts, modelsOf } from './model-facts.js';
 import type { Logger } from '../plugin-api.js';
@@ -45,6 +45,7 @@ const RunOptionsSchema = z.object({
 });
 
 export interface RuntimeDeps {
+  kernelHooks: KernelHooks;
   sessionHooks: SessionHooks;
   tools: ToolRegistry;
   providers: ProviderRegistry;
@@ -159,6 +160,29 @@ export class Runtime implements RuntimeApi {
     this.d.sessions.drop(conversationId);
   }
 
+  async deleteConversation(conversationId: string): Promise<boolean> {
+    checkId('deleteConversation', conversationId);
+    const knownHere = !!this.d.sessions.peek(conversationId)?.known;
+    // Stop the run first, or its final round would write into (and recreate) the conversation.
+    await this.forgetConversation(conversationId);
+    const hooks = this.d.sessionHooks;
+    const stored = hooks.deleteConversation.isUsed() ? await hooks.deleteConversation.promise({ conversationId }) : undefined;
+    const existed = stored === true || knownHere;
+    const kernelHooks = this.d.kernelHooks;
+    if (kernelHooks.conversationDeleted.isUsed()) kernelHooks.conversationDeleted.call({ conversationId, existed });
+    return existed;
+  }
+
+  async renameConversation(conversationId: string, title: string): Promise<boolean> {
+    checkId('renameConversation', conversationId);
+    const t = typeof title === 'string' ? title.trim() : '';
+    if (!t) throw new UsageError('renameConversation: title: must not be empty');
+    if (t.length > 200) throw new UsageError('renameConversation: title: must be at most 200 characters');
+    const hooks = this.d.sessionHooks;
+    if (!hooks.renameConversation.isUsed()) return false;
+    return (await hooks.renameConversation.promise({ conversationId, title: t })) === true;
+  }
+
   async compact(conversationId: string, options: { signal?: AbortSignal } = {}): Promise<CompactionOutcome> {
     if (typeof conversationId !== 'string' || !CONVERSATION_ID_PATTERN.test(conversationId)) throw new UsageError('compact: conversationId must be 1-128 letters, digits, _ or -');
     const session = this.d.sessions.get(conversationId);
@@ -226,6 +250,10 @@ export class Runtime implements RuntimeApi {
   private knownProviders(): string {
     return this.d.providers.list().map((p) => p.id).join(', ') || 'none loaded';
   }
+}
+
+function checkId(what: string, conversationId: unknown): void {
+  if (typeof conversationId !== 'string' || !CONVERSATION_ID_PATTERN.test(conversationId)) throw new UsageError(`${what}: conversationId must be 1-128 letters, digits, _ or -`);
 }
 
 function safeConfigured(p: Provider, settings: ReturnType<SettingsStore['get']>): boolean {

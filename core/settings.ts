@@ -48,6 +48,8 @@ interface SectionCheck {
   where: string;
   read(settings: Settings): unknown;
   schema: SchemaLike;
+  /** Only for a save that changes the section (Plugin.settingsWriteSchema). */
+  writeSchema?: SchemaLike;
 }
 
 export interface FileSettingsStoreOptions {
@@ -132,8 +134,8 @@ export class FileSettingsStore implements SettingsStore {
    * Validate a plugin's section on every later change too (the kernel adds one per plugin with
    * a settingsSchema), so a value that would stop the plugin at the next start is refused now.
    */
-  addSection(plugin: string, where: string, read: (s: Settings) => unknown, schema: SchemaLike): Disposable {
-    const check: SectionCheck = { plugin, where, read, schema };
+  addSection(plugin: string, where: string, read: (s: Settings) => unknown, schema: SchemaLike, writeSchema?: SchemaLike): Disposable {
+    const check: SectionCheck = { plugin, where, read, schema, ...(writeSchema ? { writeSchema } : {}) };
     this.sections.add(check);
     this.version++;
     this.scheduleReport();
@@ -148,7 +150,7 @@ export class FileSettingsStore implements SettingsStore {
     // The change is what differs from the settings the caller started from, i.e. these.
     const base = this.current;
     const valid = validateSettings(next);
-    this.checkSections(valid);
+    this.checkSections(valid, base);
     // One save at a time in this process; the lock file orders them between processes.
     const save = this.writing.then(() => this.save(base, valid));
     this.writing = save.catch(() => undefined);
@@ -303,16 +305,19 @@ export class FileSettingsStore implements SettingsStore {
 
   // ── Validation and warnings ───────────────────────────────────────────────────────────────
 
-  private checkSections(valid: Settings): void {
+  /** Every section against its schema; with `base` (a save), the sections it changes against their write schemas too. */
+  private checkSections(valid: Settings, base?: Settings): void {
     for (const c of this.sections) {
       const value = c.read(valid);
       if (value === undefined) continue;
-      const r = c.schema.safeParse(value);
-      if (!r.success) {
+      const fail = (schema: SchemaLike, r: ReturnType<SchemaLike['safeParse']>) => {
+        if (r.success) return;
         const i = r.error.issues[0]!;
-        const hint = unrecognizedHint(c.schema, i as typeof i & { code?: string; keys?: string[] });
+        const hint = unrecognizedHint(schema, i as typeof i & { code?: string; keys?: string[] });
         throw new ConfigError(`settings: ${[c.where, ...i.path.map(String)].join('.')}: ${i.message}${hint}`, { plugin: c.plugin });
-      }
+      };
+      fail(c.schema, c.schema.safeParse(value));
+      if (c.writeSchema && base && !sameJson(c.read(base), value)) fail(c.writeSchema, c.writeSchema.safeParse(value));
     }
   }
 
@@ -384,4 +389,8 @@ export class FileSettingsStore implements SettingsStore {
       }
     }
   }
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return a === b || JSON.stringify(a) === JSON.stringify(b);
 }

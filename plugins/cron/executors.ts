@@ -6,7 +6,7 @@
  */
 import type { Logger, RuntimeApi } from '../../plugin-api.js';
 import { runCommand } from '../tool-bash/run-command.js';
-import type { HostProcesses } from '../tool-shared/process-records.js';
+import type { HostProcesses } from '../../lib/tool-shared/process-records.js';
 import type { CronSettings } from './settings.js';
 import type { BashAction, CronTask, HttpAction, PromptAction } from './task-spec.js';
 

@@ -10,7 +10,7 @@ import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { PluginContext } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
-import { acquireHostProcesses, releaseHostProcesses, type HostProcesses } from '../tool-shared/process-records.js';
+import { acquireHostProcesses, releaseHostProcesses, type HostProcesses } from '../../lib/tool-shared/process-records.js';
 import { registerGatewayHandlers } from './gateway-handlers.js';
 import { Scheduler, type CronChange } from './scheduler.js';
 import { CRON_SERVICE, type CronService } from './service.js';

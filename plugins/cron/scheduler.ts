@@ -15,7 +15,7 @@
  * the others: each is checked and run on its own, its failures logged.
  */
 import type { Logger, RuntimeApi } from '../../plugin-api.js';
-import type { HostProcesses } from '../tool-shared/process-records.js';
+import type { HostProcesses } from '../../lib/tool-shared/process-records.js';
 import { executeTask } from './executors.js';
 import type { CronSettings } from './settings.js';
 import type { CronTasks } from './tasks.js';

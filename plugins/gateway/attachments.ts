@@ -15,7 +15,7 @@
  */
 import { escapeAttribute, neutralizeClosingTag } from '../../core/define-plugin.js';
 import type { AttachmentBlock, ContentBlock, ExecutionMode } from '../../plugin-api.js';
-import { fileWrapper } from '../provider-shared/attachments.js';
+import { fileWrapper } from '../../lib/provider-shared/attachments.js';
 import type { UploadsService } from '../uploads/service.js';
 import type { Attachment, AttachmentItem } from './protocol.js';
 

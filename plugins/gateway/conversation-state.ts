@@ -4,7 +4,8 @@
  * rounds it committed, the partial reply being streamed and the events a reconnecting client
  * needs to rebuild the live state).
  */
-import type { ContentBlock, JsonObject, LifecycleEvent, Message, MessageDelta } from '../../plugin-api.js';
+import { MessageFold } from '../../core/define-plugin.js';
+import type { JsonObject, LifecycleEvent, Message, MessageDelta } from '../../plugin-api.js';
 import type { GatewayClient } from './client.js';
 import type { ContextView } from './protocol.js';
 import { ReplayWindow, type ReplayBudget, type WindowLimits } from './replay-window.js';
@@ -12,40 +13,15 @@ import { DeltaTemplate, type Batch } from './wire.js';
 
 export type { ReplayBudget, WindowLimits };
 
-interface BlockState {
-  type: 'text' | 'thinking' | 'tool_call';
-  parts: string[];
-  id?: string;
-  name?: string;
-  final?: ContentBlock;
-}
-
-/** The assistant message being streamed, rebuilt from its deltas (joined only when asked). */
+/** The assistant message being streamed, rebuilt from its deltas by the shared fold (joined only when asked). */
 class PartialReply {
-  /** By block index (an array: indices are small and dense, and this is read on every delta). */
-  private blocks: Array<BlockState | undefined> = [];
+  private readonly fold = new MessageFold();
   private finished: Message | undefined;
 
   constructor(readonly messageId: string, private readonly createdAt: number, private readonly provider: string, private readonly model: string) {}
 
   apply(delta: MessageDelta): void {
-    const b = this.blocks[delta.index];
-    switch (delta.kind) {
-      case 'text':
-      case 'thinking':
-        if (b) b.parts.push(delta.text);
-        else this.blocks[delta.index] = { type: delta.kind, parts: [delta.text] };
-        break;
-      case 'tool_call_start':
-        this.blocks[delta.index] = { type: 'tool_call', parts: [], id: delta.id, name: delta.name };
-        break;
-      case 'tool_input':
-        if (b) b.parts.push(delta.json);
-        break;
-      case 'block':
-        this.blocks[delta.index] = { type: b?.type ?? 'text', parts: b?.parts ?? [], final: delta.block };
-        break;
-    }
+    this.fold.apply(delta);
   }
 
   finish(message: Message): void {
@@ -54,24 +30,9 @@ class PartialReply {
 
   message(): Message {
     if (this.finished) return this.finished;
-    const content: ContentBlock[] = [];
-    for (const b of this.blocks) {
-      if (!b) continue;
-      if (b.final) content.push(b.final);
-      else if (b.type === 'text') content.push({ type: 'text', text: b.parts.join('') });
-      else if (b.type === 'thinking') content.push({ type: 'thinking', thinking: b.parts.join('') });
-      else content.push({ type: 'tool_call', id: b.id ?? '', name: b.name ?? '', input: parseInput(b.parts.join('')) });
-    }
+    // Unfinished tool calls are shown with their arguments so far; thinking as it streamed.
+    const content = this.fold.content({ toolCalls: 'parse' });
     return { id: this.messageId, role: 'assistant', content, createdAt: this.createdAt, provider: this.provider, model: this.model, meta: { partial: true } };
-  }
-}
-
-function parseInput(json: string): JsonObject {
-  try {
-    const v = JSON.parse(json) as unknown;
-    return v && typeof v === 'object' && !Array.isArray(v) ? (v as JsonObject) : {};
-  } catch {
-    return {};
   }
 }
 

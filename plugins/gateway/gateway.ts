@@ -15,7 +15,7 @@ import { LocalSocket, type LocalClientOptions, type LocalConnection } from './lo
 import { Fanout } from './fanout.js';
 import { GatewayHistory } from './history.js';
 import { HttpRoutes, type HttpRouteHandler } from './http-routes.js';
-import { BUILTIN_CLIENT_TYPES, EXTENSION_TYPE, MAX_PAGE_MESSAGES, PROTOCOL_VERSION, parseClientMessage, type ChatQueueItem, type ClientMessage, type ExtensionMessage, type McpServerSummary, type ModelSummary, type ProviderSummary, type ServerMessage } from './protocol.js';
+import { BUILTIN_CLIENT_TYPES, EXTENSION_TYPE, MAX_PAGE_MESSAGES, PROTOCOL_VERSION, parseClientMessage, type ChatQueueItem, type ClientMessage, type ExtensionMessage, type McpServerSummary, type ModelSummary, type ProviderSummary, type ReplyMap, type ServerMessage } from './protocol.js';
 import { providerTestHandler } from './provider-test.js';
 import { truncatePreviewHandler } from './resend.js';
 import { resolveWorkdir, workdirCheckHandler } from './workdir.js';
@@ -105,7 +105,7 @@ export interface GatewayRemote {
 /** A plugin's handler for its own client message type (see GatewayService.registerHandler). */
 export type GatewayHandler = (message: ExtensionMessage) => unknown;
 
-type GatewayContext = Pick<PluginContext, 'runtime' | 'settings' | 'logger' | 'service' | 'subscriptions'> & { paths?: PluginContext['paths'] };
+type GatewayContext = Pick<PluginContext, 'runtime' | 'settings' | 'logger' | 'service' | 'subscriptions'> & Partial<Pick<PluginContext, 'paths' | 'hooks' | 'sessionHooks'>>;
 
 export class Gateway implements GatewayService {
   private config: GatewaySettings;
@@ -162,6 +162,12 @@ export class Gateway implements GatewayService {
     this.handlers.set('providers.test', providerTestHandler({ runtime: ctx.runtime, settings: () => ctx.settings.get() }));
     if (ctx.paths) this.handlers.set('workdir.check', workdirCheckHandler(() => ctx.paths!.home));
     const subs: Disposable[] = [ctx.runtime.onEvent((e) => this.onEvent(e)), ctx.settings.onChange((s) => this.onSettings(s))];
+    // The runtime owns delete and rename: the in-memory store answers them when no store does,
+    // and a delete from anywhere (this gateway, another plugin) closes the chat in every window.
+    if (ctx.sessionHooks) this.history.answer(ctx.sessionHooks);
+    ctx.hooks?.conversationDeleted.tap(({ conversationId, existed }) => {
+      if (existed || this.fanout.seen(conversationId)) this.onDeleted(conversationId);
+    });
     ctx.subscriptions.push(...subs);
   }
 
@@ -423,49 +429,49 @@ export class Gateway implements GatewayService {
       case 'conversations.list': {
         const items = await this.listConversations(m.search);
         client.send({ type: 'conversations', items });
-        return { items };
+        return { items } satisfies ReplyMap['conversations.list'];
       }
       case 'conversations.load': {
         const limit = m.limit ?? this.config.snapshotMessages;
         if (m.before !== undefined) return this.loadPage(client, m.conversationId, m.before, limit);
         const snap = await this.takeSnapshot(m.conversationId, limit, (s) => client.send(s));
-        return { conversationId: m.conversationId, lastSeq: snap.lastSeq, running: snap.running, hasMore: snap.hasMore };
+        return { conversationId: m.conversationId, lastSeq: snap.lastSeq, running: snap.running, hasMore: snap.hasMore } satisfies ReplyMap['conversations.load'];
       }
       case 'conversations.rename': {
-        if (!(await this.history.rename(m.conversationId, m.title))) throw new ReplyError('not_found', `unknown conversation "${m.conversationId}"`);
+        if (!(await this.ctx.runtime.renameConversation(m.conversationId, m.title))) throw new ReplyError('not_found', `unknown conversation "${m.conversationId}"`);
         this.fanout.bumpVersion(m.conversationId);
         this.scheduleListBroadcast();
-        return { conversationId: m.conversationId, title: m.title.trim() };
+        return { conversationId: m.conversationId, title: m.title.trim() } satisfies ReplyMap['conversations.rename'];
       }
       case 'conversations.delete':
         return this.deleteConversation(m.conversationId);
       case 'conversations.pin': {
         if (!(await this.history.pin(m.conversationId, m.pinned))) throw new ReplyError('not_found', `unknown conversation "${m.conversationId}"`);
         this.scheduleListBroadcast();
-        return { conversationId: m.conversationId, pinned: m.pinned };
+        return { conversationId: m.conversationId, pinned: m.pinned } satisfies ReplyMap['conversations.pin'];
       }
       case 'conversations.usage': {
         const usage = await this.history.usage(m.conversationId);
         if (!usage) throw new ReplyError('not_found', `unknown conversation "${m.conversationId}"`);
-        return { conversationId: m.conversationId, ...usage };
+        return { conversationId: m.conversationId, ...usage } satisfies ReplyMap['conversations.usage'];
       }
       case 'conversations.export': {
         const page = await this.history.exportPage(m.conversationId, m.before, m.limit ?? MAX_PAGE_MESSAGES);
         if (!page) throw new ReplyError('not_found', `unknown conversation "${m.conversationId}"`);
-        return { conversationId: m.conversationId, ...page };
+        return { conversationId: m.conversationId, ...page } satisfies ReplyMap['conversations.export'];
       }
       case 'settings.get': {
         const settings = this.ctx.settings.get() as Record<string, unknown>;
         const warnings = this.ctx.settings.warnings();
         client.send({ type: 'settings', settings, warnings });
-        return { settings, warnings };
+        return { settings, warnings } satisfies ReplyMap['settings.get'];
       }
       case 'settings.set':
         return this.setSettings(client, m.settings);
       case 'providers.list':
-        return { providers: this.providers() };
+        return { providers: this.providers() } satisfies ReplyMap['providers.list'];
       case 'mcp.status':
-        return { servers: this.mcpServers() };
+        return { servers: this.mcpServers() } satisfies ReplyMap['mcp.status'];
       case 'mcp.restart': {
         const mcp = this.ctx.service('mcp');
         if (!mcp) throw new ReplyError('unavailable', 'no MCP plugin is loaded');
@@ -474,7 +480,7 @@ export class Gateway implements GatewayService {
         } catch (err) {
           throw new ReplyError('not_found', (err as Error).message);
         }
-        return { servers: this.mcpServers() };
+        return { servers: this.mcpServers() } satisfies ReplyMap['mcp.restart'];
       }
     }
   }
@@ -541,7 +547,7 @@ export class Gateway implements GatewayService {
    * subscriptions and the replay window are untouched; a page read across a change is still
    * consistent by ordinal (the client drops it when it no longer matches what it shows).
    */
-  private async loadPage(client: GatewayClient, conversationId: string, before: number, limit: number): Promise<unknown> {
+  private async loadPage(client: GatewayClient, conversationId: string, before: number, limit: number): Promise<ReplyMap['conversations.load']> {
     const page = await this.history.page(conversationId, before, limit);
     if (!page) throw new ReplyError('not_found', `unknown conversation "${conversationId}"`);
     if (!client.closed) client.send({ type: 'page', conversationId, before, ...page });
@@ -565,17 +571,24 @@ export class Gateway implements GatewayService {
     this.listTimer.unref();
   }
 
-  private async deleteConversation(conversationId: string): Promise<unknown> {
-    // Its pending questions are cancelled as "deleted" (not just "stopped"), then its run stops
-    // and the kernel forgets it.
+  private async deleteConversation(conversationId: string): Promise<ReplyMap['conversations.delete']> {
+    // Its pending questions are cancelled as "deleted" (not just "stopped") before the runtime
+    // stops its run, deletes it and tells every plugin (onDeleted below).
     this.ctx.service<{ cancelConversation(id: string): unknown }>('askUserQuestion')?.cancelConversation(conversationId);
-    await this.ctx.runtime.forgetConversation(conversationId);
+    const seen = this.fanout.seen(conversationId);
+    const existed = await this.ctx.runtime.deleteConversation(conversationId);
+    // Without the kernel hook (a bare context) the gateway cleans up itself.
+    if (!this.ctx.hooks) this.onDeleted(conversationId);
+    if (!existed && !seen) throw new ReplyError('not_found', `unknown conversation "${conversationId}"`);
+    return { conversationId, deleted: true };
+  }
+
+  /** A conversation was deleted (here or by any plugin): forget it and close it in every window. */
+  private onDeleted(conversationId: string): void {
     this.chat.forget(conversationId);
-    const existed = await this.history.delete(conversationId);
-    if (!existed && !this.fanout.seen(conversationId)) throw new ReplyError('not_found', `unknown conversation "${conversationId}"`);
+    this.history.forget(conversationId);
     this.fanout.dropConversation(conversationId);
     this.scheduleListBroadcast();
-    return { conversationId, deleted: true };
   }
 
   private mcpServers(): McpServerSummary[] {
@@ -654,16 +667,12 @@ export class Gateway implements GatewayService {
   }
 
   // ── Settings ────────────────────────────────────────────────────────────────────────────
-  /** Shallow-merge top-level sections (`null` removes one); validated, and nothing is stored when invalid. */
-  private setSettings(client: GatewayClient, patch: Record<string, unknown>): Promise<unknown> {
-    const run = async () => {
-      // MCP entries are checked by the MCP plugin itself, so a bad one is refused before saving.
-      const mcpProblems = this.ctx.service('mcp')?.validate(patch.mcpServers) ?? [];
-      if (mcpProblems.length) throw new ReplyError('config', mcpProblems[0]!);
-      if (patch.gateway !== undefined && patch.gateway !== null) {
-        const r = parseGatewaySettings(patch.gateway);
-        if (!r.ok) throw new ReplyError('config', r.error);
-      }
+  /**
+   * Shallow-merge top-level sections (`null` removes one). The settings store validates the
+   * result against every plugin's schema (MCP's server entries too) and stores nothing when invalid.
+   */
+  private setSettings(client: GatewayClient, patch: Record<string, unknown>): Promise<ReplyMap['settings.set']> {
+    const run = async (): Promise<ReplyMap['settings.set']> => {
       const next: Record<string, unknown> = { ...this.ctx.settings.get() };
       for (const [k, v] of Object.entries(patch)) {
         if (v === null) delete next[k];
@@ -672,7 +681,7 @@ export class Gateway implements GatewayService {
       this.settingsOrigin = client;
       try {
         const saved = await this.ctx.settings.set(next as Settings);
-        return { settings: saved, warnings: this.ctx.settings.warnings() };
+        return { settings: saved as Record<string, unknown>, warnings: this.ctx.settings.warnings() };
       } catch (err) {
         throw new ReplyError('config', (err as Error).message);
       } finally {

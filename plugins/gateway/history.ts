@@ -3,9 +3,11 @@
  * plugin provides it, else an in-memory store fed by the lifecycle events (tests, ephemeral
  * hosts). The service is looked up on every call, so load order does not matter.
  */
-import type { Checkpoint, Disposable, LifecycleEvent, Message } from '../../plugin-api.js';
+import type { Checkpoint, Disposable, LifecycleEvent, Message, SessionHookTaps } from '../../plugin-api.js';
 import type { HistoryMessage, HistoryService, SegmentInfo } from '../history-sqlite/service.js';
-import { checkpointOfEndPayload, type CheckpointView, type ConversationSummary } from './protocol.js';
+import { checkpointOfEndPayload, type CheckpointView, type ConversationSummary, type ConversationUsage, type ReplyMap } from './protocol.js';
+
+export type { ConversationUsage } from './protocol.js';
 
 export interface StoredConversation {
   summary: ConversationSummary;
@@ -23,19 +25,6 @@ export interface StoredConversation {
   olderCount: number;
 }
 
-/** A conversation's spending, as `conversations.usage` answers. */
-export interface ConversationUsage {
-  rounds: number;
-  inputTokens: number;
-  outputTokens: number;
-  cacheReadTokens: number;
-  cacheWriteTokens: number;
-  /** USD of the rounds priced when they ran; absent when none was. */
-  costUsd?: number;
-  /** Rounds whose model had no prices (left out of costUsd). */
-  unpricedRounds: number;
-}
-
 /** Older messages of a conversation, as `conversations.load { before }` answers. */
 export interface StoredPage {
   messages: Message[];
@@ -46,7 +35,7 @@ export interface StoredPage {
 }
 
 /** The subset of the history service the gateway uses (checked structurally, so a partial one still works). */
-type HistoryLike = Pick<HistoryService, 'listConversations' | 'getConversation' | 'renameConversation' | 'deleteConversation' | 'conversationExists'> & Partial<Pick<HistoryService, 'watchConversations' | 'setConversationMeta' | 'getUsage'>>;
+type HistoryLike = Pick<HistoryService, 'listConversations' | 'getConversation' | 'conversationExists'> & Partial<Pick<HistoryService, 'watchConversations' | 'setConversationMeta' | 'getUsage'>>;
 
 interface MemoryEntry {
   summary: ConversationSummary;
@@ -204,14 +193,28 @@ export class GatewayHistory {
     return this.memory.has(id);
   }
 
-  async rename(id: string, title: string): Promise<boolean> {
-    const svc = this.service();
-    if (svc) return svc.renameConversation(id, title);
-    const e = this.memory.get(id);
-    if (!e) return false;
-    e.summary.title = title.trim();
-    e.summary.updatedAt = Date.now();
-    return true;
+  /**
+   * Answer the runtime's delete and rename for the in-memory store (only when no service
+   * persists history: then the store's own taps answer).
+   */
+  answer(hooks: Pick<SessionHookTaps, 'deleteConversation' | 'renameConversation'>): Disposable[] {
+    // Taps are the plugin's subscriptions: disposed when the gateway unloads.
+    return [
+      hooks.deleteConversation.tap(({ conversationId }) => (this.service() ? undefined : this.memory.delete(conversationId))),
+      hooks.renameConversation.tap(({ conversationId, title }) => {
+        if (this.service()) return undefined;
+        const e = this.memory.get(conversationId);
+        if (!e) return false;
+        e.summary.title = title.trim();
+        e.summary.updatedAt = Date.now();
+        return true;
+      }),
+    ];
+  }
+
+  /** A deleted conversation: drop what memory holds of it (a store answered the delete itself). */
+  forget(id: string): void {
+    this.memory.delete(id);
   }
 
   /** Titles the history service stores (renames, generated titles); undefined when there is no service to watch. */
@@ -258,7 +261,7 @@ export class GatewayHistory {
   }
 
   /** Stored messages as they are (lossless), newest `limit` or those before `before`, for an export. */
-  async exportPage(id: string, before: number | undefined, limit: number): Promise<{ conversation: Record<string, unknown>; messages: unknown[]; hasMore: boolean; firstOrdinal?: number } | undefined> {
+  async exportPage(id: string, before: number | undefined, limit: number): Promise<Omit<ReplyMap['conversations.export'], 'conversationId'> | undefined> {
     const svc = this.service();
     if (svc) {
       const c = await svc.getConversation(id, { limit, ...(before !== undefined ? { before } : {}) });
@@ -274,11 +277,6 @@ export class GatewayHistory {
     return { conversation: { ...e.summary }, messages, hasMore: start > 0, ...(messages.length ? { firstOrdinal: start + 1 } : {}) };
   }
 
-  async delete(id: string): Promise<boolean> {
-    const svc = this.service();
-    if (svc) return svc.deleteConversation(id);
-    return this.memory.delete(id);
-  }
 }
 
 /** Where a checkpoint's card goes relative to a page: before one of its messages, in older pages, or after it (for the newest page: at the end). */

@@ -6,7 +6,7 @@
  * events coalesced into one socket write). Client frames hold exactly one ClientMessage.
  */
 import { z } from 'zod';
-import type { CompactionTrigger, JsonObject, LifecycleEvent, Message } from '../../plugin-api.js';
+import type { CompactionOutcome, CompactionTrigger, JsonObject, LifecycleEvent, Message } from '../../plugin-api.js';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -276,6 +276,75 @@ export type ServerMessage =
   | { type: 'extension'; name: string; data?: unknown }
   | { type: 'reply'; id: string; ok: true; data?: unknown }
   | { type: 'reply'; id: string; ok: false; error: { code: string; message: string } };
+
+// ── Request → reply pairs ─────────────────────────────────────────────────────────────────
+// The `data` of the `reply` to each client message, by type (and for `chat_queue` by action).
+// The gateway's handlers are checked against it (`satisfies`), and the WebUI's `request()`
+// returns it, so neither end guesses at a reply's shape.
+
+/** A conversation's spending, as `conversations.usage` answers. */
+export interface ConversationUsage {
+  rounds: number;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  /** USD of the rounds priced when they ran; absent when none was. */
+  costUsd?: number;
+  /** Rounds whose model had no prices (left out of costUsd). */
+  unpricedRounds: number;
+}
+
+/** A run started (or queued behind the active one) for a send, edit-and-resend or regenerate. */
+export interface RunStartedReply {
+  conversationId: string;
+  runId?: string;
+  /** Waiting behind the active run, as queue item `itemId`. */
+  queued?: true;
+  itemId?: string;
+  /** The same clientRequestId was seen before: this is what it started. */
+  duplicate?: true;
+}
+
+/** `chat_queue` replies, by item action. */
+export interface ChatQueueReplies {
+  send: RunStartedReply;
+  edit_resend: RunStartedReply & { removedCount?: number };
+  regenerate: RunStartedReply & { messageId?: string; removedCount?: number };
+  stop: { conversationId: string; stopped: boolean };
+  tool_answer: { toolCallId: string };
+  tool_approval: { toolCallId: string; conversationId: string; decision: 'approve' | 'deny' | 'approve_session'; outcome: 'approved' | 'denied' };
+  queue_remove: { conversationId: string };
+  queue_reorder: { conversationId: string };
+  queue_edit: { conversationId: string };
+  queue_send_now: { conversationId: string; interrupted: boolean };
+  /** The kernel's CompactionOutcome. */
+  compact_now: CompactionOutcome;
+}
+
+/** The other replies, by client message type (`unsubscribe` answers without data). */
+export interface ReplyMap {
+  chat_queue: ChatQueueReplies[keyof ChatQueueReplies];
+  subscribe: { conversationId: string; mode: 'live' | 'snapshot'; lastSeq: number } | { conversationId: string; mode: 'replay'; replayed: number; lastSeq: number };
+  unsubscribe: undefined;
+  'conversations.list': { items: ConversationSummary[] };
+  /** A snapshot (without `before`; the `snapshot` message came first) or a page (the `page` message came first). */
+  'conversations.load': { conversationId: string; lastSeq: number; running: boolean; hasMore: boolean } | { conversationId: string; count: number; hasMore: boolean; firstOrdinal?: number };
+  'conversations.rename': { conversationId: string; title: string };
+  'conversations.delete': { conversationId: string; deleted: true };
+  'conversations.pin': { conversationId: string; pinned: boolean };
+  /** The stored row and messages as they are (lossless: `ordinal`, `status`, `segmentId` from the store). */
+  'conversations.export': { conversationId: string; conversation: { id: string; title?: string | null; [field: string]: unknown }; messages: Array<Message & { ordinal?: number; status?: string }>; hasMore: boolean; firstOrdinal?: number };
+  'conversations.usage': { conversationId: string } & ConversationUsage;
+  'settings.get': { settings: Record<string, unknown>; warnings: SettingsWarningWire[] };
+  'settings.set': { settings: Record<string, unknown>; warnings: SettingsWarningWire[] };
+  'providers.list': { providers: ProviderSummary[] };
+  'mcp.status': { servers: McpServerSummary[] };
+  'mcp.restart': { servers: McpServerSummary[] };
+}
+
+/** The reply `data` a client message gets. */
+export type ReplyOf<M extends { type: ClientMessage['type'] }> = M extends { type: 'chat_queue'; item: { action: infer A extends keyof ChatQueueReplies } } ? ChatQueueReplies[A] : ReplyMap[M['type']];
 
 /** Map a lifecycle event to its stream kind (the gateway's projection). */
 export function streamKindOf(event: LifecycleEvent): { kind: StreamKind; phase?: 'start' | 'update' | 'end' } {

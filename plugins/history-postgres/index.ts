@@ -106,6 +106,9 @@ export default definePlugin({
     hooks.saveProgress.tap((message, info) => track(async () => (await withStore()).saveProgress(message, info)));
     hooks.saveRound.tap((round) => track(async () => (await withStore()).saveRound(round)));
     hooks.truncateHistory.tap((at) => track(async () => (await withStore()).truncate(at.conversationId, at.fromMessageId)));
+    // The runtime owns delete and rename (it stops the run first); the store answers them.
+    hooks.deleteConversation.tap(async (at) => (await open()).service.deleteConversation(at.conversationId));
+    hooks.renameConversation.tap(async (at) => (await open()).service.renameConversation(at.conversationId, at.title));
     hooks.saveCheckpoint.tap((record) => track(async () => (await withStore()).saveCheckpoint(record)));
     hooks.turnEnd.tap((_result, info) => track(async () => (await withStore()).saveLastSeq(info)));
 

@@ -106,6 +106,9 @@ export default definePlugin({
     hooks.saveProgress.tap(async (message, info) => (await withStore()).saveProgress(message, info));
     hooks.saveRound.tap(async (round) => (await withStore()).saveRound(round));
     hooks.truncateHistory.tap(async (at) => (await withStore()).truncate(at.conversationId, at.fromMessageId));
+    // The runtime owns delete and rename (it stops the run first); the store answers them.
+    hooks.deleteConversation.tap(async (at) => (await open()).service.deleteConversation(at.conversationId));
+    hooks.renameConversation.tap(async (at) => (await open()).service.renameConversation(at.conversationId, at.title));
     hooks.saveCheckpoint.tap(async (record) => (await withStore()).saveCheckpoint(record));
     hooks.turnEnd.tap(async (_result, info) => (await withStore()).saveLastSeq(info));
 

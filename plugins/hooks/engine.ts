@@ -7,7 +7,7 @@ import { setMaxListeners } from 'node:events';
 import fs from 'node:fs';
 import type { JsonObject, LifecycleEvent, Logger, Message, PluginContext, ToolBlock, ToolCallInfo } from '../../plugin-api.js';
 import { PluginError } from '../../core/errors.js';
-import type { HostProcesses } from '../tool-shared/process-records.js';
+import type { HostProcesses } from '../../lib/tool-shared/process-records.js';
 import { observerFailure, verdictOf, type HookOutcome, type Verdict } from './decision.js';
 import { hookEnv } from './env.js';
 import { compileMatcher } from './matcher.js';

@@ -19,7 +19,7 @@
  */
 import type { Disposable, Plugin, PluginContext } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
-import { acquireHostProcesses, releaseHostProcesses } from '../tool-shared/process-records.js';
+import { acquireHostProcesses, releaseHostProcesses } from '../../lib/tool-shared/process-records.js';
 import { HookEngine } from './engine.js';
 import { HooksSectionSchema, parseHooksSection } from './settings.js';
 

@@ -1,15 +1,15 @@
 /**
  * One command hook: `/bin/sh -c <command>` in the conversation's workdir, the event as JSON on
  * stdin, a scrubbed environment, a timeout. The shell leads its own process group and carries
- * a process tag (plugins/tool-shared), so a hook that hangs is stopped with its whole tree,
+ * a process tag (lib/tool-shared), so a hook that hangs is stopped with its whole tree,
  * including what left the group (setsid, double forks); what a finished hook leaves running in
  * the background is stopped too. Resolves only once the tree is gone (or its survivors are
  * named), so "timed out" never means "still running somewhere".
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { stopTree, treeAlive, type ProcessTree, type TreeStop } from '../tool-shared/process-group.js';
-import type { HostProcesses } from '../tool-shared/process-records.js';
-import { newTag, procStat, taggedEnv } from '../tool-shared/process-scan.js';
+import { stopTree, treeAlive, type ProcessTree, type TreeStop } from '../../lib/tool-shared/process-group.js';
+import type { HostProcesses } from '../../lib/tool-shared/process-records.js';
+import { newTag, procStat, taggedEnv } from '../../lib/tool-shared/process-scan.js';
 
 export interface CommandHookOptions {
   command: string;

@@ -48,24 +48,38 @@ function fieldPath(name: string, path: ReadonlyArray<PropertyKey>): string {
 
 /** Validate one `mcpServers` entry; the error names the server and the field. */
 export function parseServerEntry(name: string, raw: unknown): ParsedEntry {
-  if (!name.trim()) return { ok: false, error: 'mcpServers: a server name must not be empty' };
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return { ok: false, error: `${fieldPath(name, [])}: must be an object` };
+  const r = checkEntry(name, raw);
+  if ('problem' in r) return { ok: false, error: name.trim() ? `${fieldPath(name, r.problem.path)}: ${r.problem.message}` : `mcpServers: ${r.problem.message}` };
+  return { ok: true, config: r.config };
+}
+
+/**
+ * What a save that changes `mcpServers` must pass (Plugin.settingsWriteSchema): every entry
+ * valid, so a bad one is refused before it is stored (at boot it would fail only its server).
+ */
+export const McpServersWriteSchema = McpServersSettingsSchema.superRefine((servers, ctx) => {
+  for (const [name, raw] of Object.entries(servers)) {
+    const r = checkEntry(name, raw);
+    if ('problem' in r) ctx.addIssue({ code: 'custom', path: name.trim() ? [name, ...r.problem.path] : [], message: r.problem.message });
+  }
+});
+
+type Checked = { config: ServerConfig } | { problem: { path: PropertyKey[]; message: string } };
+
+function checkEntry(name: string, raw: unknown): Checked {
+  if (!name.trim()) return { problem: { path: [], message: 'a server name must not be empty' } };
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return { problem: { path: [], message: 'must be an object' } };
   const entry = raw as Record<string, unknown>;
   const isHttp = 'url' in entry || entry.type === 'http' || entry.type === 'sse' || entry.type === 'streamable-http';
-  if (!isHttp && !('command' in entry)) {
-    return { ok: false, error: `${fieldPath(name, [])}: needs "command" (a stdio server) or "url" (an HTTP server)` };
-  }
+  if (!isHttp && !('command' in entry)) return { problem: { path: [], message: 'needs "command" (a stdio server) or "url" (an HTTP server)' } };
   if (isHttp) {
     const r = HttpEntrySchema.safeParse(entry);
-    if (!r.success) return { ok: false, error: `${fieldPath(name, r.error.issues[0]!.path)}: ${r.error.issues[0]!.message}` };
-    return { ok: true, config: { kind: 'http', url: r.data.url, ...(r.data.headers ? { headers: r.data.headers } : {}), sseOnly: r.data.type === 'sse' } };
+    if (!r.success) return { problem: { path: [...r.error.issues[0]!.path], message: r.error.issues[0]!.message } };
+    return { config: { kind: 'http', url: r.data.url, ...(r.data.headers ? { headers: r.data.headers } : {}), sseOnly: r.data.type === 'sse' } };
   }
   const r = StdioEntrySchema.safeParse(entry);
-  if (!r.success) return { ok: false, error: `${fieldPath(name, r.error.issues[0]!.path)}: ${r.error.issues[0]!.message}` };
-  return {
-    ok: true,
-    config: { kind: 'stdio', command: r.data.command, args: r.data.args ?? [], ...(r.data.env ? { env: r.data.env } : {}), ...(r.data.cwd ? { cwd: r.data.cwd } : {}) },
-  };
+  if (!r.success) return { problem: { path: [...r.error.issues[0]!.path], message: r.error.issues[0]!.message } };
+  return { config: { kind: 'stdio', command: r.data.command, args: r.data.args ?? [], ...(r.data.env ? { env: r.data.env } : {}), ...(r.data.cwd ? { cwd: r.data.cwd } : {}) } };
 }
 
 /** The top-level `mcp` section. Every wait is configurable so tests run in seconds. */

@@ -5,7 +5,7 @@
  * See README.md beside this file for the settings.
  */
 import { definePlugin } from '../../core/define-plugin.js';
-import { McpServersSettingsSchema } from './config.js';
+import { McpServersSettingsSchema, McpServersWriteSchema } from './config.js';
 import { McpManager } from './manager.js';
 import { MCP_SERVICE_KEY, type McpService } from './service.js';
 
@@ -24,6 +24,8 @@ export default definePlugin({
   settingsKey: 'mcpServers',
   // Only the outer shape: entries are validated one by one, so a bad one fails only its server.
   settingsSchema: McpServersSettingsSchema,
+  // A save that changes the servers is refused for a bad entry, before it is stored.
+  settingsWriteSchema: McpServersWriteSchema,
   apply(ctx) {
     const manager = new McpManager(ctx, ctx.config);
     ctx.provide(MCP_SERVICE_KEY, manager.service());

@@ -6,7 +6,7 @@
 import { constants, promises as fsp } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { ToolFailure } from '../tool-shared/results.js';
+import { ToolFailure } from '../../lib/tool-shared/results.js';
 import { openNoFollow, scopeRoot, virtualOf, type MemoryRoots, type MemoryScope } from './paths.js';
 
 /** Largest file read back (memory files are small; anything bigger is not ours). */

@@ -24,7 +24,7 @@
  */
 import { constants, promises as fsp, type Stats } from 'node:fs';
 import path from 'node:path';
-import { ToolFailure } from '../tool-shared/results.js';
+import { ToolFailure } from '../../lib/tool-shared/results.js';
 
 export type MemoryScope = 'user' | 'project';
 

@@ -8,7 +8,7 @@
  */
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { ToolFailure } from '../tool-shared/results.js';
+import { ToolFailure } from '../../lib/tool-shared/results.js';
 import { humanSize, readText, writeAtomic } from './files.js';
 import { locate, parseVirtual, refuse, virtualOf, PROJECT_SEGMENT, VIRTUAL_ROOT, type Checked, type MemoryRoots } from './paths.js';
 

@@ -8,7 +8,7 @@
  */
 import { z } from 'zod';
 import type { ToolDefinition, ToolResult } from '../../plugin-api.js';
-import { guarded, textResult } from '../tool-shared/results.js';
+import { guarded, textResult } from '../../lib/tool-shared/results.js';
 import type { MemoryStore } from './store.js';
 
 const COMMANDS = ['view', 'create', 'str_replace', 'insert', 'delete', 'rename'] as const;

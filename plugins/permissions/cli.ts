@@ -12,7 +12,7 @@ import type { Disposable } from '../../plugin-api.js';
 import { DECISIONS, type ApprovalRequest, type Decision, type Settlement } from './events.js';
 import { describeOutcome, type PendingApprovals } from './pending.js';
 import type { PermissionsService } from './service.js';
-import { diagnostics, LazyLineReader, parseLine, type CliIo } from '../tool-shared/cli-lines.js';
+import { diagnostics, LazyLineReader, parseLine, type CliIo } from '../../lib/tool-shared/cli-lines.js';
 
 export type { CliIo };
 

@@ -5,7 +5,7 @@
  * with), connection errors are named by class, and messages are shortened to `type: message`.
  */
 import type { ProviderErrorInfo } from '../../plugin-api.js';
-import { classifyStatus, toProviderError } from '../provider-shared/errors.js';
+import { classifyStatus, toProviderError } from '../../lib/provider-shared/errors.js';
 
 /** HTTP status for each documented error type (https://docs.anthropic.com/en/api/errors). */
 const TYPE_STATUS: Record<string, number> = {

@@ -11,9 +11,9 @@
  * imitate it in its answer.
  */
 import type { ContentBlock, DocumentBlock, ImageBlock, Message, ToolResultBlock } from '../../plugin-api.js';
-import { attachmentReference, documentFallback } from '../provider-shared/attachments.js';
-import { foreignThinking, normalizeToolCallId, toolResultText } from '../provider-shared/history.js';
-import { WindowPrefix } from '../provider-shared/window-prefix.js';
+import { attachmentReference, documentFallback } from '../../lib/provider-shared/attachments.js';
+import { foreignThinking, normalizeToolCallId, toolResultText } from '../../lib/provider-shared/history.js';
+import { WindowPrefix } from '../../lib/provider-shared/window-prefix.js';
 
 /** A wire content block (the SDK's ContentBlockParam, kept loose: raw provider blocks travel back as they came). */
 export type WireBlock = { type: string; [key: string]: unknown };

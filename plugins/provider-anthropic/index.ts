@@ -18,7 +18,7 @@
  */
 import type { Disposable, Plugin, PluginContext, Provider, Settings } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
-import { retryMaxDelayFrom } from '../provider-shared/retry-hints.js';
+import { retryMaxDelayFrom } from '../../lib/provider-shared/retry-hints.js';
 import { CLAUDE_MODELS, DEFAULT_MODEL } from './models.js';
 import { createAnthropicProvider } from './provider.js';
 import {

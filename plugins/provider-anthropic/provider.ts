@@ -7,9 +7,9 @@
  * Contract: `stream` never throws. Every failure (bad settings, no key, HTTP error, a broken or
  * incomplete stream) is exactly one `error` event, after which the stream ends.
  */
-import { lazyModule } from '../provider-shared/keys.js';
-import { DEFAULT_RETRY_MAX_DELAY_MS } from '../provider-shared/retry-hints.js';
-import { TranslatedStream } from '../provider-shared/translated-stream.js';
+import { lazyModule } from '../../lib/provider-shared/keys.js';
+import { DEFAULT_RETRY_MAX_DELAY_MS } from '../../lib/provider-shared/retry-hints.js';
+import { TranslatedStream } from '../../lib/provider-shared/translated-stream.js';
 import type Anthropic from '@anthropic-ai/sdk';
 import type { JsonObject, Logger, ModelInfo, Provider, ProviderEvent, ProviderRequest, ProviderStream, Settings } from '../../plugin-api.js';
 import { CLAUDE_MODELS, DEFAULT_MODEL } from './models.js';

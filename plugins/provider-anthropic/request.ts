@@ -9,7 +9,7 @@
  * written).
  */
 import type { ModelInfo, ProviderRequest, ToolSpec } from '../../plugin-api.js';
-import { ANTHROPIC_MEDIA_LIMITS, fitMedia } from '../provider-shared/media-limits.js';
+import { ANTHROPIC_MEDIA_LIMITS, fitMedia } from '../../lib/provider-shared/media-limits.js';
 import { toAnthropicMessages, thinkingAllowed, type WireBlock, type WireMessage } from './history.js';
 import { DEFAULT_MAX_TOKENS, MIN_THINKING_BUDGET, allowsForcedToolChoice, maxOutputFor, thinkingStyle } from './models.js';
 import type { AnthropicConfig } from './settings.js';

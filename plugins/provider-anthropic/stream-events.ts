@@ -10,7 +10,7 @@
  * allocated here in arrival order.
  */
 import type { Citation, HostedSearchBlock, JsonObject, ProviderErrorInfo, ProviderEvent, StopReason, TextBlock, ThinkingBlock, Usage } from '../../plugin-api.js';
-import { parseToolInput } from '../provider-shared/history.js';
+import { parseToolInput } from '../../lib/provider-shared/history.js';
 import { anthropicErrorInfo } from './errors.js';
 
 /** Every raw event, content block and delta type the translator acts on (a test checks the fixtures send each). */

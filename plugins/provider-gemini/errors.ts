@@ -21,7 +21,7 @@
  * 36.4s." (the SDK drops the response headers, so a proxy's `Retry-After` is not seen).
  */
 import type { ProviderErrorInfo } from '../../plugin-api.js';
-import { retryAfterMs, toProviderError } from '../provider-shared/errors.js';
+import { retryAfterMs, toProviderError } from '../../lib/provider-shared/errors.js';
 
 interface QuotaViolation {
   quotaId?: unknown;

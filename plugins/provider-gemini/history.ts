@@ -21,8 +21,8 @@
  *   Redacted thinking and unsigned thinking never travel.
  */
 import type { ContentBlock, DocumentBlock, ImageBlock, JsonObject, Message, ToolCallBlock, ToolResultBlock } from '../../plugin-api.js';
-import { attachmentReference, documentFallback } from '../provider-shared/attachments.js';
-import { foreignThinking, toolResultText } from '../provider-shared/history.js';
+import { attachmentReference, documentFallback } from '../../lib/provider-shared/attachments.js';
+import { foreignThinking, toolResultText } from '../../lib/provider-shared/history.js';
 
 export interface WirePart {
   text?: string;

@@ -6,7 +6,7 @@
  */
 import type { Disposable, Plugin, PluginContext, Provider, Settings } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
-import { retryMaxDelayFrom } from '../provider-shared/retry-hints.js';
+import { retryMaxDelayFrom } from '../../lib/provider-shared/retry-hints.js';
 import { DEFAULT_GEMINI_MODEL, GEMINI_MODELS } from './models.js';
 import { createGeminiProvider } from './provider.js';
 import { GEMINI_ID, GeminiSettingsSchema, parseCustomGemini, resolveCustomConfig, resolveGeminiConfig, unknownKeys, type ConfigResult } from './settings.js';

@@ -14,9 +14,9 @@
  * Contract: `stream` never throws. Every failure (bad settings, no key, HTTP error, a broken or
  * incomplete stream, a blocked prompt or reply) is exactly one `error` event, then the end.
  */
-import { lazyModule } from '../provider-shared/keys.js';
-import { DEFAULT_RETRY_MAX_DELAY_MS } from '../provider-shared/retry-hints.js';
-import { TranslatedStream } from '../provider-shared/translated-stream.js';
+import { lazyModule } from '../../lib/provider-shared/keys.js';
+import { DEFAULT_RETRY_MAX_DELAY_MS } from '../../lib/provider-shared/retry-hints.js';
+import { TranslatedStream } from '../../lib/provider-shared/translated-stream.js';
 import type { GenerateContentRequest } from '@google/generative-ai';
 import type { JsonObject, Logger, ModelInfo, Provider, ProviderEvent, ProviderRequest, ProviderStream, Settings } from '../../plugin-api.js';
 import { DEFAULT_GEMINI_MODEL, GEMINI_MODELS } from './models.js';

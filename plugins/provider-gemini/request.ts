@@ -7,7 +7,7 @@
  * forwards the body as JSON untouched, so the body is built here in wire terms and cast once.
  */
 import type { JsonObject, ModelInfo, ProviderRequest } from '../../plugin-api.js';
-import { GEMINI_MEDIA_LIMITS, fitMedia } from '../provider-shared/media-limits.js';
+import { GEMINI_MEDIA_LIMITS, fitMedia } from '../../lib/provider-shared/media-limits.js';
 import { toGeminiContents, type WireContent } from './history.js';
 import { combinesSearchWithFunctions, maxOutputFor, modelThinks, thinkingRange } from './models.js';
 import { toGeminiSchema } from './schema.js';

@@ -7,10 +7,10 @@
  * provider and the field; the provider stays registered and answers every request with it.
  */
 import { z } from 'zod';
-import { connectionShape, customProviderShape } from '../provider-shared/settings-schemas.js';
+import { connectionShape, customProviderShape } from '../../lib/provider-shared/settings-schemas.js';
 import type { JsonObject, Settings } from '../../plugin-api.js';
-import { credentialsFor } from '../provider-shared/keys.js';
-import { isUrl, parseOnce } from '../provider-shared/parse-once.js';
+import { credentialsFor } from '../../lib/provider-shared/keys.js';
+import { isUrl, parseOnce } from '../../lib/provider-shared/parse-once.js';
 
 export const GEMINI_ID = 'gemini';
 export const DEFAULT_BASE_URL = 'https://generativelanguage.googleapis.com';

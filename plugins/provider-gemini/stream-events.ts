@@ -18,8 +18,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Citation, HostedSearchBlock, JsonObject, ProviderErrorInfo, ProviderEvent, StopReason, TextBlock, ThinkingBlock, Usage } from '../../plugin-api.js';
-import { classifyStatus } from '../provider-shared/errors.js';
-import { normalizeToolCallId } from '../provider-shared/history.js';
+import { classifyStatus } from '../../lib/provider-shared/errors.js';
+import { normalizeToolCallId } from '../../lib/provider-shared/history.js';
 import { geminiErrorInfo } from './errors.js';
 
 /** Response fields the translator acts on (a test checks that the mock sends each of them). */

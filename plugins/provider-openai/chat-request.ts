@@ -7,10 +7,10 @@
  * only: images a tool returned follow the round's tool messages in one user message.
  */
 import type { Message, ProviderRequest } from '../../plugin-api.js';
-import { mapToolCallIds, normalizeToolCallId } from '../provider-shared/history.js';
+import { mapToolCallIds, normalizeToolCallId } from '../../lib/provider-shared/history.js';
 import type { ResolvedConfig } from './config.js';
 import { effortForBudget, leanEffort } from './config.js';
-import { fitMedia, openaiMediaLimits } from '../provider-shared/media-limits.js';
+import { fitMedia, openaiMediaLimits } from '../../lib/provider-shared/media-limits.js';
 import { documentFile, documentText, foreignThinkingText, imagePlaceholder, imageUrl, resultText, systemText, userText } from './history-common.js';
 
 type Obj = Record<string, unknown>;

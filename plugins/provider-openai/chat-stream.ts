@@ -18,7 +18,7 @@
  * reports no queries).
  */
 import type { Citation, ContentBlock, JsonObject, ProviderEvent, SearchSource, StopReason, Usage } from '../../plugin-api.js';
-import { parseToolInput } from '../provider-shared/history.js';
+import { parseToolInput } from '../../lib/provider-shared/history.js';
 
 /** Delta fields this translator reads (a test checks the mock sends each of them). */
 export const HANDLED_CHAT_FIELDS = ['content', 'reasoning_content', 'reasoning', 'refusal', 'tool_calls', 'annotations', 'finish_reason', 'usage'] as const;

@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import type { JsonObject, Settings } from '../../plugin-api.js';
-import { parseOnce } from '../provider-shared/parse-once.js';
+import { parseOnce } from '../../lib/provider-shared/parse-once.js';
 
 export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const;
 export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];

@@ -9,8 +9,8 @@
  * never travels.
  */
 import type { ContentBlock, DocumentBlock, ImageBlock, SystemPart, ThinkingBlock, ToolResultBlock } from '../../plugin-api.js';
-import { attachmentReference, documentFallback } from '../provider-shared/attachments.js';
-import { foreignThinking, toolResultText } from '../provider-shared/history.js';
+import { attachmentReference, documentFallback } from '../../lib/provider-shared/attachments.js';
+import { foreignThinking, toolResultText } from '../../lib/provider-shared/history.js';
 
 export function systemText(parts: SystemPart[]): string {
   return parts

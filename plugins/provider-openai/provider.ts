@@ -9,9 +9,9 @@
  * ends the stream with exactly one `error` event, after whatever partial output was streamed.
  */
 import type { JsonObject, Logger, ModelInfo, Provider, ProviderErrorInfo, ProviderEvent, ProviderRequest, Settings } from '../../plugin-api.js';
-import { toProviderError } from '../provider-shared/errors.js';
-import { capRetryHint, retryMaxDelayFrom } from '../provider-shared/retry-hints.js';
-import { classifyStreamError } from '../provider-shared/stream-errors.js';
+import { toProviderError } from '../../lib/provider-shared/errors.js';
+import { capRetryHint, retryMaxDelayFrom } from '../../lib/provider-shared/retry-hints.js';
+import { classifyStreamError } from '../../lib/provider-shared/stream-errors.js';
 import { ApiFallbacks, isMissingResponsesRoute, isUnexpectedEndpointBody } from './api-fallback.js';
 import { ResponseChains } from './chains.js';
 import { buildChatBody } from './chat-request.js';

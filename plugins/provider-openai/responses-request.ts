@@ -8,11 +8,11 @@
  * `function_call` + `function_call_output`, hosted searches as `web_search_call`.
  */
 import type { JsonObject, Message, ProviderRequest, ThinkingBlock, ToolResultBlock } from '../../plugin-api.js';
-import { mapToolCallIds, normalizeToolCallId } from '../provider-shared/history.js';
+import { mapToolCallIds, normalizeToolCallId } from '../../lib/provider-shared/history.js';
 import type { Continuation } from './chains.js';
 import type { ResolvedConfig } from './config.js';
 import { effortForBudget, leanEffort } from './config.js';
-import { fitMedia, openaiMediaLimits } from '../provider-shared/media-limits.js';
+import { fitMedia, openaiMediaLimits } from '../../lib/provider-shared/media-limits.js';
 import { documentFile, documentText, foreignThinkingText, imagePlaceholder, imageUrl, resultText, systemText, userText } from './history-common.js';
 
 export interface ResponsesBuild {

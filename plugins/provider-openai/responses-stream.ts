@@ -13,8 +13,8 @@
  * array push and one event object: text is joined once, at the block's end.
  */
 import type { Citation, ContentBlock, JsonObject, ProviderErrorInfo, ProviderEvent, SearchSource, StopReason, Usage } from '../../plugin-api.js';
-import { parseToolInput } from '../provider-shared/history.js';
-import { classifyStreamError } from '../provider-shared/stream-errors.js';
+import { parseToolInput } from '../../lib/provider-shared/history.js';
+import { classifyStreamError } from '../../lib/provider-shared/stream-errors.js';
 
 /** Event types this translator acts on (a test checks the mock sends each of them). */
 export const HANDLED_RESPONSES_EVENTS = [

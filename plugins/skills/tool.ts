@@ -11,7 +11,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import type { ToolContext, ToolDefinition } from '../../plugin-api.js';
-import { guarded, textResult, ToolFailure } from '../tool-shared/results.js';
+import { guarded, textResult, ToolFailure } from '../../lib/tool-shared/results.js';
 import { isInside, readSkillBody, type Skill } from './discover.js';
 
 export const SkillArgsSchema = z.object({

@@ -12,7 +12,7 @@ import type { Answer } from './answers.js';
 import type { PendingQuestion, PendingQuestions, Settlement } from './pending.js';
 import { describeOutcome } from './pending.js';
 import type { AskUserQuestionService } from './service.js';
-import { diagnostics, LazyLineReader, parseLine, type CliIo } from '../tool-shared/cli-lines.js';
+import { diagnostics, LazyLineReader, parseLine, type CliIo } from '../../lib/tool-shared/cli-lines.js';
 
 export type { CliIo };
 

@@ -23,6 +23,7 @@ export default definePlugin({
     ctx.provide('cli.interaction', createCliInteraction(table, service));
     // Runs are stopped before shutdown, which cancels their questions; this catches the rest.
     ctx.hooks.shutdown.tap(() => table.cancelAll('the host is shutting down'));
+    ctx.hooks.conversationDeleted.tap(({ conversationId }) => void table.cancelConversation(conversationId));
     ctx.subscriptions.push({ dispose: () => table.cancelAll('the AskUserQuestion plugin was unloaded') });
   },
 });

@@ -8,10 +8,10 @@
 import { z } from 'zod';
 import type { Settings, ToolContext, ToolDefinition, ToolResult } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
-import { guarded } from '../tool-shared/results.js';
-import type { Survivor } from '../tool-shared/process-group.js';
-import { acquireHostProcesses, releaseHostProcesses, type HostProcesses } from '../tool-shared/process-records.js';
-import { sectionSchema, toolSettings } from '../tool-shared/settings.js';
+import { guarded } from '../../lib/tool-shared/results.js';
+import type { Survivor } from '../../lib/tool-shared/process-group.js';
+import { acquireHostProcesses, releaseHostProcesses, type HostProcesses } from '../../lib/tool-shared/process-records.js';
+import { sectionSchema, toolSettings } from '../../lib/tool-shared/settings.js';
 import { description } from './description.js';
 import { runCommand } from './run-command.js';
 

@@ -11,12 +11,12 @@ import { promises as fsp } from 'node:fs';
 import { z } from 'zod';
 import type { JsonObject, ToolContext, ToolDefinition, ToolResult } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
-import { FileIo } from '../tool-shared/abort.js';
-import { describeFsError, formatBytes, guarded, ToolFailure } from '../tool-shared/results.js';
-import { resolveSandboxTarget } from '../tool-shared/sandbox.js';
-import { SandboxEntry, specialKind } from '../tool-shared/sandbox-fs.js';
-import { openChild } from '../tool-shared/sandbox-walk.js';
-import { sectionSchema, toolSettings } from '../tool-shared/settings.js';
+import { FileIo } from '../../lib/tool-shared/abort.js';
+import { describeFsError, formatBytes, guarded, ToolFailure } from '../../lib/tool-shared/results.js';
+import { resolveSandboxTarget } from '../../lib/tool-shared/sandbox.js';
+import { SandboxEntry, specialKind } from '../../lib/tool-shared/sandbox-fs.js';
+import { openChild } from '../../lib/tool-shared/sandbox-walk.js';
+import { sectionSchema, toolSettings } from '../../lib/tool-shared/settings.js';
 import { description, promptRules } from './description.js';
 import { emptyDir, inventory, type Inventory } from './remove.js';
 

@@ -6,8 +6,8 @@
  * through that handle; an entry that turns out to be a link is unlinked itself, never entered.
  */
 import { promises as fsp } from 'node:fs';
-import type { FileIo } from '../tool-shared/abort.js';
-import { openChild, type HeldDir } from '../tool-shared/sandbox-walk.js';
+import type { FileIo } from '../../lib/tool-shared/abort.js';
+import { openChild, type HeldDir } from '../../lib/tool-shared/sandbox-walk.js';
 
 const LIST_LIMIT = 30;
 

@@ -9,11 +9,11 @@
 import { z } from 'zod';
 import type { ToolContext, ToolDefinition, ToolResult } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
-import { FileIo } from '../tool-shared/abort.js';
-import { describeFsError, guarded, ToolFailure } from '../tool-shared/results.js';
-import { refuseTrailingSlash, resolveSandboxTarget } from '../tool-shared/sandbox.js';
-import { readAll, SandboxEntry } from '../tool-shared/sandbox-fs.js';
-import { diffJson, editRegionDiff } from '../tool-shared/diff-details.js';
+import { FileIo } from '../../lib/tool-shared/abort.js';
+import { describeFsError, guarded, ToolFailure } from '../../lib/tool-shared/results.js';
+import { refuseTrailingSlash, resolveSandboxTarget } from '../../lib/tool-shared/sandbox.js';
+import { readAll, SandboxEntry } from '../../lib/tool-shared/sandbox-fs.js';
+import { diffJson, editRegionDiff } from '../../lib/tool-shared/diff-details.js';
 import { description } from './description.js';
 
 export const EditArgsSchema = z.object({

@@ -6,12 +6,12 @@
 import { z } from 'zod';
 import type { ToolContext, ToolDefinition, ToolResult } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
-import { FileIo } from '../tool-shared/abort.js';
-import { loadImage } from '../tool-shared/image.js';
-import { describeFsError, guarded, ToolFailure } from '../tool-shared/results.js';
-import { resolveSandboxTarget } from '../tool-shared/sandbox.js';
-import { SandboxEntry } from '../tool-shared/sandbox-fs.js';
-import { sectionSchema, toolSettings } from '../tool-shared/settings.js';
+import { FileIo } from '../../lib/tool-shared/abort.js';
+import { loadImage } from '../../lib/tool-shared/image.js';
+import { describeFsError, guarded, ToolFailure } from '../../lib/tool-shared/results.js';
+import { resolveSandboxTarget } from '../../lib/tool-shared/sandbox.js';
+import { SandboxEntry } from '../../lib/tool-shared/sandbox-fs.js';
+import { sectionSchema, toolSettings } from '../../lib/tool-shared/settings.js';
 import { description } from './description.js';
 
 export const ImageArgsSchema = z.object({

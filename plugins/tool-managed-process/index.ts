@@ -7,9 +7,9 @@
 import { z } from 'zod';
 import type { Settings, ToolContext, ToolDefinition, ToolResult } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
-import { acquireHostProcesses, releaseHostProcesses } from '../tool-shared/process-records.js';
-import { formatBytes, guarded, ToolFailure } from '../tool-shared/results.js';
-import { sectionSchema, toolSettings, type ManagedProcessSettings } from '../tool-shared/settings.js';
+import { acquireHostProcesses, releaseHostProcesses } from '../../lib/tool-shared/process-records.js';
+import { formatBytes, guarded, ToolFailure } from '../../lib/tool-shared/results.js';
+import { sectionSchema, toolSettings, type ManagedProcessSettings } from '../../lib/tool-shared/settings.js';
 import { description, promptRules } from './description.js';
 import { ProcessManager, type ManagedProcessInfo } from './process-manager.js';
 

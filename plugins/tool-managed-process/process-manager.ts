@@ -7,10 +7,10 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
-import { TailBuffer } from '../tool-shared/output-buffer.js';
-import { killTreesNow, spawnShell, stopTree, treeAlive, type ProcessTree, type Survivor } from '../tool-shared/process-group.js';
-import type { HostProcesses } from '../tool-shared/process-records.js';
-import { newTag, procStat } from '../tool-shared/process-scan.js';
+import { TailBuffer } from '../../lib/tool-shared/output-buffer.js';
+import { killTreesNow, spawnShell, stopTree, treeAlive, type ProcessTree, type Survivor } from '../../lib/tool-shared/process-group.js';
+import type { HostProcesses } from '../../lib/tool-shared/process-records.js';
+import { newTag, procStat } from '../../lib/tool-shared/process-scan.js';
 
 export type ProcessStatus = 'running' | 'exited' | 'stopped';
 

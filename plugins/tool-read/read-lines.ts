@@ -5,7 +5,7 @@
  * sandbox opened and checked, never the path again, and checks abort between chunks.
  */
 import type { FileHandle } from 'node:fs/promises';
-import type { FileIo } from '../tool-shared/abort.js';
+import type { FileIo } from '../../lib/tool-shared/abort.js';
 
 export interface PagedLine {
   n: number;

@@ -6,11 +6,11 @@
  */
 import type { FileHandle } from 'node:fs/promises';
 import type { ToolResult } from '../../plugin-api.js';
-import type { FileIo } from '../tool-shared/abort.js';
-import { formatBytes, ToolFailure } from '../tool-shared/results.js';
-import type { SandboxTarget } from '../tool-shared/sandbox.js';
-import { readAll } from '../tool-shared/sandbox-fs.js';
-import type { ReadSettings } from '../tool-shared/settings.js';
+import type { FileIo } from '../../lib/tool-shared/abort.js';
+import { formatBytes, ToolFailure } from '../../lib/tool-shared/results.js';
+import type { SandboxTarget } from '../../lib/tool-shared/sandbox.js';
+import { readAll } from '../../lib/tool-shared/sandbox-fs.js';
+import type { ReadSettings } from '../../lib/tool-shared/settings.js';
 
 /** The largest PDF whose text Read extracts. */
 export const PDF_MAX_BYTES = 64 * 1024 * 1024;

@@ -10,11 +10,11 @@
 import { z } from 'zod';
 import type { ToolContext, ToolDefinition, ToolResult } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
-import { FileIo } from '../tool-shared/abort.js';
-import { describeFsError, formatBytes, guarded, ToolFailure } from '../tool-shared/results.js';
-import { refuseTrailingSlash, resolveSandboxTarget } from '../tool-shared/sandbox.js';
-import { readAll, refuseSpecial, SandboxEntry } from '../tool-shared/sandbox-fs.js';
-import { DIFF_MAX_CHARS, diffJson, wholeFileDiff, type DiffDetails } from '../tool-shared/diff-details.js';
+import { FileIo } from '../../lib/tool-shared/abort.js';
+import { describeFsError, formatBytes, guarded, ToolFailure } from '../../lib/tool-shared/results.js';
+import { refuseTrailingSlash, resolveSandboxTarget } from '../../lib/tool-shared/sandbox.js';
+import { readAll, refuseSpecial, SandboxEntry } from '../../lib/tool-shared/sandbox-fs.js';
+import { DIFF_MAX_CHARS, diffJson, wholeFileDiff, type DiffDetails } from '../../lib/tool-shared/diff-details.js';
 import { description } from './description.js';
 
 export const WriteArgsSchema = z.object({

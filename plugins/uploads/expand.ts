@@ -11,9 +11,9 @@
  */
 import { promises as fsp } from 'node:fs';
 import type { AttachmentBlock, ContentBlock, DocumentBlock, ImageBlock } from '../../plugin-api.js';
-import { attachmentReference, fileWrapper, formatSize } from '../provider-shared/attachments.js';
-import type { ImageMime } from '../tool-shared/image.js';
-import { validateImage } from '../tool-shared/image-validate.js';
+import { attachmentReference, fileWrapper, formatSize } from '../../lib/provider-shared/attachments.js';
+import type { ImageMime } from '../../lib/tool-shared/image.js';
+import { validateImage } from '../../lib/tool-shared/image-validate.js';
 import { isTextual } from './media-type.js';
 import { pdfText } from './pdf.js';
 import type { UploadsSettings } from './settings.js';

@@ -8,7 +8,7 @@
 import type { AttachmentBlock, ExecutionMode, Settings } from '../../plugin-api.js';
 import { MessageStages, definePlugin } from '../../core/define-plugin.js';
 import { sendJsonError } from '../gateway/http-routes.js';
-import { formatSize } from '../provider-shared/attachments.js';
+import { formatSize } from '../../lib/provider-shared/attachments.js';
 import { getUpload, postUpload } from './http.js';
 import { ContextPolicy } from './policy.js';
 import { UPLOADS_SERVICE, attachmentBlock, type UploadsService } from './service.js';

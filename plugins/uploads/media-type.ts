@@ -4,7 +4,7 @@
  * its bytes are valid UTF-8 text, else `application/octet-stream`. An extension that claims a
  * native format the bytes do not have is not believed.
  */
-import { sniffImage } from '../tool-shared/image.js';
+import { sniffImage } from '../../lib/tool-shared/image.js';
 
 /** Bytes of the head the sniffers need. */
 export const HEAD_BYTES = 16;

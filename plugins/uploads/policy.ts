@@ -13,7 +13,7 @@
  * conversion by message identity).
  */
 import type { AttachmentBlock, ContentBlock, ImageBlock, Message, RequestContext, ToolResultContent } from '../../plugin-api.js';
-import { attachmentReference } from '../provider-shared/attachments.js';
+import { attachmentReference } from '../../lib/provider-shared/attachments.js';
 import { expandAttachment } from './expand.js';
 import { uploadsSettings, type UploadsSettings } from './settings.js';
 import type { UploadStore } from './store.js';

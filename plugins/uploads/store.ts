@@ -17,7 +17,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import fs, { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../../plugin-api.js';
-import { formatSize } from '../provider-shared/attachments.js';
+import { formatSize } from '../../lib/provider-shared/attachments.js';
 import { HEAD_BYTES, TextProbe, mediaTypeOf } from './media-type.js';
 import { originalName, safeName } from './names.js';
 

@@ -12,7 +12,7 @@ import { afterEach } from 'vitest';
 import type { LifecycleEvent, Plugin, ProviderRequest, RuntimeErrorInfo, Settings } from '../../plugin-api.js';
 import { createKernel, type Kernel } from '../../core/kernel.js';
 import hooksPlugin, { HOOKS_SERVICE, type HooksService } from '../../plugins/hooks/index.js';
-import { builtinToolPlugins } from '../../plugins/tool-shared/index.js';
+import { builtinToolPlugins } from '../../hosts/builtins.js';
 import { fakeProvider, type FakeStep } from '../helpers/fake-provider.js';
 import { killSleepers } from '../helpers/processes.js';
 import { collectAll } from '../helpers/streams.js';

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ContentBlock, Message, ProviderEvent, ProviderRequest, SystemPart, ToolSpec } from '../../plugin-api.js';
 import { MessageAssembler } from '../../core/message-assembler.js';
-import { normalizeToolCallId } from '../../plugins/provider-shared/history.js';
+import { normalizeToolCallId } from '../../lib/provider-shared/history.js';
 import { INTERRUPTED_TOOL_RESULT } from '../../plugins/provider-anthropic/history.js';
 import type { AnthropicProviderOptions } from '../../plugins/provider-anthropic/index.js';
 import { anthropicReply, loadAnthropicFixture } from '../fixtures/mock-anthropic.js';

@@ -7,8 +7,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Provider, ProviderErrorInfo, ProviderRequest } from '../../plugin-api.js';
 import { createOpenAIProvider } from '../../plugins/provider-openai/index.js';
-import { classifyStatus, isContextOverflow, toProviderError } from '../../plugins/provider-shared/errors.js';
-import { classifyStreamError } from '../../plugins/provider-shared/stream-errors.js';
+import { classifyStatus, isContextOverflow, toProviderError } from '../../lib/provider-shared/errors.js';
+import { classifyStreamError } from '../../lib/provider-shared/stream-errors.js';
 import { anthropicError, anthropicPromptTooLong, anthropicRequestTooLarge, type MockResponse } from '../fixtures/mock-anthropic.js';
 import { geminiError, geminiErrors } from '../fixtures/mock-gemini.js';
 import {

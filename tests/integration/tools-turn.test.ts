@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LifecycleEvent, Message, Plugin, ProviderRequest, ToolResultBlock } from '../../plugin-api.js';
 import { createKernel, type Kernel } from '../../core/kernel.js';
-import { builtinToolPlugins } from '../../plugins/tool-shared/index.js';
+import { builtinToolPlugins } from '../../hosts/builtins.js';
 import { fakeProvider, type FakeStep } from '../helpers/fake-provider.js';
 import { collectAll } from '../helpers/streams.js';
 

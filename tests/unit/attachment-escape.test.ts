@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { TextBlock } from '../../plugin-api.js';
 import { toInputBlocks } from '../../plugins/gateway/attachments.js';
 import { mapCallResult } from '../../plugins/mcp/content.js';
-import { foreignThinking } from '../../plugins/provider-shared/history.js';
+import { foreignThinking } from '../../lib/provider-shared/history.js';
 
 const attach = (name: string, data: string, mimeType = 'text/plain') => (toInputBlocks('', [{ name, mimeType, encoding: 'utf8', data }])[0] as TextBlock).text;
 

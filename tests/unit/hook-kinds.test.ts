@@ -14,11 +14,14 @@ const expectedKinds: Record<string, HookKind> = {
   shutdown: 'series',
   sessionCreated: 'sync',
   failed: 'sync',
+  conversationDeleted: 'sync',
   loadHistory: 'bail',
   saveUserMessage: 'series',
   saveProgress: 'series',
   saveRound: 'series',
   truncateHistory: 'series',
+  deleteConversation: 'bail',
+  renameConversation: 'bail',
   saveCheckpoint: 'series',
   systemPrompt: 'waterfall',
   messages: 'waterfall',
@@ -57,7 +60,7 @@ describe('hook kinds', () => {
       const info = hookInfo(hook);
       expect(info, name).toBeDefined();
       expect(info!.kind, name).toBe(expectedKinds[name]);
-      expect(['fail-run', 'tool-result', 'compaction', 'report', 'plugin-failed', 'log']).toContain(info!.onThrow);
+      expect(['fail-run', 'tool-result', 'compaction', 'report', 'plugin-failed', 'log', 'reject']).toContain(info!.onThrow);
     }
   });
 

@@ -2,7 +2,8 @@
  * Architecture rules that the code must keep: the kernel imports no SDK, database, socket, UI,
  * plugin or host module; heavy SDKs are only ever imported lazily (dynamic import), so start-up
  * does not pay for providers nobody uses; a plugin reaches another plugin only through the
- * contract (services and events typed by merging into plugin-api.d.ts), never its files.
+ * contract (services and events typed by merging into plugin-api.d.ts), never its files; the
+ * helper libraries in lib/ (what plugins share) import no plugin or host.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -49,19 +50,31 @@ describe('import boundaries', () => {
   it('provider SDKs, the MCP SDK and playwright are never imported statically by plugins or hosts', () => {
     const heavy = /^(@anthropic-ai\/sdk|openai|@google\/generative-ai|@modelcontextprotocol\/sdk|playwright-core)(\/|$)/;
     const offenders: string[] = [];
-    for (const dir of ['plugins', 'hosts']) {
+    for (const dir of ['lib', 'plugins', 'hosts']) {
       if (!fs.existsSync(path.join(ROOT, dir))) continue;
       for (const f of tsFiles(dir)) for (const spec of staticImports(f)) if (heavy.test(spec)) offenders.push(`${f} -> ${spec}`);
     }
     expect(offenders).toEqual([]);
   });
 
-  it('built-in plugins reach the kernel only through the public API (define-plugin and errors)', () => {
+  it('built-in plugins and lib/ reach the kernel only through the public API (define-plugin and errors)', () => {
     const offenders: string[] = [];
-    for (const f of tsFiles('plugins')) {
+    for (const f of [...tsFiles('plugins'), ...tsFiles('lib')]) {
       for (const spec of staticImports(f)) {
         if (/core\//.test(spec) && !/core\/(define-plugin|errors)\.js$/.test(spec)) offenders.push(`${f} -> ${spec}`);
         if (/hosts\//.test(spec)) offenders.push(`${f} -> ${spec}`);
+      }
+    }
+    expect(offenders).toEqual([]);
+  });
+
+  it('lib/ is a library: it imports no plugin and no host (type or not)', () => {
+    const offenders: string[] = [];
+    for (const f of tsFiles('lib')) {
+      for (const spec of allImports(f)) {
+        if (!spec.startsWith('.')) continue;
+        const top = path.normalize(path.join(path.dirname(f), spec)).split(path.sep)[0];
+        if (top === 'plugins' || top === 'hosts') offenders.push(`${f} -> ${spec}`);
       }
     }
     expect(offenders).toEqual([]);
@@ -77,35 +90,28 @@ function allImports(file: string): string[] {
 /**
  * Plugin pairs (`from -> to`) that still reach into another plugin's files, as of issue 21. The
  * list only shrinks: a new pair fails, and so does a pair that is gone (take it off the list).
- * `*-shared` folders are libraries and may be imported; they must not import plugins.
+ * The helper libraries in lib/ may be imported; they import no plugin (see above).
  */
 const KNOWN_CROSS_PLUGIN = [
-  'cron -> tool-bash', // runCommand: belongs in tool-shared
+  'cron -> tool-bash', // runCommand: belongs in lib/tool-shared
   'gateway -> history-sqlite', // HistoryMessage, SegmentInfo types beside the service
   'gateway -> uploads', // UploadsService type (Pick of it)
   'history-postgres -> history-sqlite', // shares rows, queries, schema, store: a library in disguise
   'team-fanout -> gateway',
   'team-fanout -> history-postgres',
   'team-fanout -> history-sqlite',
-  'tool-shared -> tool-bash', // the builtin tool list: belongs in hosts/builtins.ts
-  'tool-shared -> tool-delete',
-  'tool-shared -> tool-edit',
-  'tool-shared -> tool-image',
-  'tool-shared -> tool-managed-process',
-  'tool-shared -> tool-read',
-  'tool-shared -> tool-write',
   'uploads -> gateway', // sendJson / sendJsonError from http-routes
 ];
 
 describe('plugins reach each other only through the contract', () => {
-  it('a plugin never imports another plugin\'s files, type or not (only *-shared libraries)', () => {
+  it('a plugin never imports another plugin\'s files, type or not (lib/ libraries it may)', () => {
     const pairs = new Map<string, string[]>();
     for (const f of tsFiles('plugins')) {
       const own = f.split(path.sep)[1]!;
       for (const spec of allImports(f)) {
         if (!spec.startsWith('.')) continue;
         const [top, other] = path.normalize(path.join(path.dirname(f), spec)).split(path.sep);
-        if (top !== 'plugins' || !other || other === own || other.endsWith('-shared')) continue;
+        if (top !== 'plugins' || !other || other === own) continue;
         const pair = `${own} -> ${other}`;
         pairs.set(pair, [...(pairs.get(pair) ?? []), `${f} -> ${spec}`]);
       }

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { Plugin, PluginContext, Provider, ProviderEvent, ProviderStream, ToolDefinition, LifecycleEvent, SessionHookTaps } from '../../plugin-api.js';
 import * as runtimeHalf from '../../core/define-plugin.js';
-import { MessageStages, SystemPromptStages, definePlugin, defineTool, pluginEvent } from '../../core/define-plugin.js';
+import { MessageFold, MessageStages, SystemPromptStages, definePlugin, defineTool, pluginEvent } from '../../core/define-plugin.js';
 import { createKernel } from '../../core/kernel.js';
 import { trackResources } from '../helpers/cleanup.js';
 import { fakeProvider } from '../helpers/fake-provider.js';
@@ -50,6 +50,7 @@ describe('plugin-api.d.ts', () => {
         "ConfigError",
         "ContentBlock",
         "ContextBudget",
+        "ConversationDeleted",
         "CustomProviderSettings",
         "DependencyError",
         "Disposable",
@@ -59,6 +60,7 @@ describe('plugin-api.d.ts', () => {
         "ExecutionMode",
         "ExperimentalFeature",
         "FileLedger",
+        "FoldReadOptions",
         "HistorySnapshot",
         "HookTap",
         "HostedSearchBlock",
@@ -70,6 +72,7 @@ describe('plugin-api.d.ts', () => {
         "Logger",
         "Message",
         "MessageDelta",
+        "MessageFold",
         "MessageStages",
         "ModelFacts",
         "ModelInfo",
@@ -152,6 +155,10 @@ describe('plugin-api.d.ts', () => {
     expect(definePlugin({ name: 'x', apply() {} }).name).toBe('x');
     expect(SystemPromptStages.TOOL_RULES).toBeGreaterThan(SystemPromptStages.COMPACTION_SUMMARY);
     expect(MessageStages.REPAIR).toBeLessThan(MessageStages.COMPACTION);
+    const fold = new MessageFold();
+    fold.apply({ kind: 'text', index: 0, text: 'he' });
+    fold.apply({ kind: 'text', index: 0, text: 'llo' });
+    expect(fold.content()).toEqual([{ type: 'text', text: 'hello' }]);
   });
 
   it('types compose the way plugin authors use them', () => {
@@ -166,6 +173,8 @@ describe('plugin-api.d.ts', () => {
       | 'saveProgress'
       | 'saveRound'
       | 'truncateHistory'
+      | 'deleteConversation'
+      | 'renameConversation'
       | 'saveCheckpoint'
       | 'systemPrompt'
       | 'messages'

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { LifecycleEvent, Plugin, RuntimeErrorInfo, Settings, ToolDefinition, ToolResultBlock } from '../../plugin-api.js';
+import type { LifecycleEvent, Plugin, PluginError, RuntimeErrorInfo, Settings, ToolDefinition, ToolResultBlock } from '../../plugin-api.js';
 import { createKernel, type Kernel, type KernelOptions } from '../../core/kernel.js';
 import { createKernelHooks, createSessionHooks, hookInfo, type OnThrow } from '../../core/hooks.js';
 import { fakeProvider, type FakeStep } from '../helpers/fake-provider.js';
@@ -85,7 +85,7 @@ export async function boot(extra: Plugin[], o: { steps?: FakeStep[]; settings?: 
 
 // ── Every public hook's failure path ────────────────────────────────────────────────────────
 
-type Outcome = 'fails the run' | 'error tool result' | 'compaction error' | 'reported' | 'plugin failed' | 'logged';
+type Outcome = 'fails the run' | 'error tool result' | 'compaction error' | 'reported' | 'plugin failed' | 'logged' | 'rejects the call';
 
 const OUTCOME_OF: Record<OnThrow, Outcome> = {
   'fail-run': 'fails the run',
@@ -94,6 +94,7 @@ const OUTCOME_OF: Record<OnThrow, Outcome> = {
   report: 'reported',
   'plugin-failed': 'plugin failed',
   log: 'logged',
+  reject: 'rejects the call',
 };
 
 /** The documented outcome of a throw in each hook (plugin-api.d.ts, KernelHookTaps and SessionHookTaps). */
@@ -102,11 +103,14 @@ const CONTRACT: Record<string, Outcome> = {
   shutdown: 'reported',
   sessionCreated: 'reported',
   failed: 'logged',
+  conversationDeleted: 'reported',
   loadHistory: 'fails the run',
   saveUserMessage: 'fails the run',
   saveProgress: 'reported',
   saveRound: 'fails the run',
   truncateHistory: 'fails the run',
+  deleteConversation: 'rejects the call',
+  renameConversation: 'rejects the call',
   saveCheckpoint: 'compaction error',
   systemPrompt: 'fails the run',
   messages: 'fails the run',
@@ -214,8 +218,19 @@ describe('a failing tap in every public hook', () => {
     } else if (outcome === 'compaction error') {
       const failedCompaction = events.find((e) => e.type === 'compaction' && e.payload.phase === 'error') as { payload: { error?: unknown } } | undefined;
       expect(String(failedCompaction?.payload.error)).toContain(`plugin "${PLUGIN}"`);
+    } else if (outcome === 'rejects the call') {
+      // Asked by the runtime's lifecycle methods, never by a run.
+      const call = hook === 'deleteConversation' ? kernel.runtime.deleteConversation(run.conversationId) : kernel.runtime.renameConversation(run.conversationId, 'a title');
+      const err = await call.then(() => undefined, (e: unknown) => e as PluginError);
+      expect(err?.plugin).toBe(PLUGIN);
+      expect(err?.hook).toBe(hook);
+      expect(err?.message).toContain(`plugin "${PLUGIN}" failed in hook ${hook}`);
     } else if (outcome === 'reported') {
       if (hook === 'shutdown') await kernel.shutdown();
+      if (hook === 'conversationDeleted') {
+        await kernel.runtime.deleteConversation(run.conversationId);
+        await sleep(0); // an async tap's rejection is reported once it settles
+      }
       if (hook === 'turnEnd') await sleep(0);
       names(reported.find((r) => r.plugin === PLUGIN), hook);
       expect(logs.some((l) => l.includes(`plugin "${PLUGIN}" failed in hook ${hook}`))).toBe(true);

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Provider, ProviderEvent, ProviderRequest, ProviderStream } from '../../plugin-api.js';
 import { consumeProviderStream } from '../../core/provider-call.js';
-import { TranslatedStream, type StreamTranslator } from '../../plugins/provider-shared/translated-stream.js';
+import { TranslatedStream, type StreamTranslator } from '../../lib/provider-shared/translated-stream.js';
 
 /** A translator that turns raw `{ text }` chunks into a text block, and an SDK throw into an error event. */
 function translator(): StreamTranslator & { end(): void; fail(err: unknown): void } {

@@ -7,7 +7,7 @@ import zlib from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createImageTool } from '../../plugins/tool-image/index.js';
 import { createReadTool } from '../../plugins/tool-read/index.js';
-import { validateImage } from '../../plugins/tool-shared/image-validate.js';
+import { validateImage } from '../../lib/tool-shared/image-validate.js';
 import { makeSandbox, textOf, type Sandbox } from '../helpers/tool-context.js';
 
 const image = createImageTool();

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDeleteTool } from '../../plugins/tool-delete/index.js';
 import { createEditTool } from '../../plugins/tool-edit/index.js';
 import { createReadTool } from '../../plugins/tool-read/index.js';
-import { useProcFdForTests } from '../../plugins/tool-shared/sandbox-walk.js';
+import { useProcFdForTests } from '../../lib/tool-shared/sandbox-walk.js';
 import { createWriteTool } from '../../plugins/tool-write/index.js';
 import { makeSandbox, textOf, type Sandbox } from '../helpers/tool-context.js';
 

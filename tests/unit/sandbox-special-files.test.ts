@@ -13,7 +13,7 @@ import { createDeleteTool } from '../../plugins/tool-delete/index.js';
 import { createEditTool } from '../../plugins/tool-edit/index.js';
 import { createImageTool } from '../../plugins/tool-image/index.js';
 import { createReadTool } from '../../plugins/tool-read/index.js';
-import { abortable } from '../../plugins/tool-shared/abort.js';
+import { abortable } from '../../lib/tool-shared/abort.js';
 import { createWriteTool } from '../../plugins/tool-write/index.js';
 import { makeSandbox, textOf, type Sandbox } from '../helpers/tool-context.js';
 

@@ -12,7 +12,7 @@ import type { Logger, Plugin } from '../../plugin-api.js';
 import { createKernel, type Kernel } from '../../core/kernel.js';
 import { FileSettingsStore, SettingsSchema } from '../../core/settings.js';
 import { editDistance, knownKeysAt, nearestKey, unknownKeys } from '../../core/settings-warnings.js';
-import { builtinToolPlugins } from '../../plugins/tool-shared/index.js';
+import { builtinToolPlugins } from '../../hosts/builtins.js';
 
 const homes: string[] = [];
 const kernels: Kernel[] = [];

@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createEditTool } from '../../plugins/tool-edit/index.js';
 import { createWriteTool } from '../../plugins/tool-write/index.js';
-import { DIFF_MAX_CHARS, editRegionDiff } from '../../plugins/tool-shared/diff-details.js';
+import { DIFF_MAX_CHARS, editRegionDiff } from '../../lib/tool-shared/diff-details.js';
 import { makeSandbox, type Sandbox } from '../helpers/tool-context.js';
 
 let sb: Sandbox;

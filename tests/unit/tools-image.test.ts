@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createImageTool } from '../../plugins/tool-image/index.js';
-import { imageSize, sniffImage } from '../../plugins/tool-shared/image.js';
+import { imageSize, sniffImage } from '../../lib/tool-shared/image.js';
 import { makeSandbox, textOf, type Sandbox } from '../helpers/tool-context.js';
 
 let sb: Sandbox;

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Settings, ToolDefinition } from '../../plugin-api.js';
 import { createKernel } from '../../core/kernel.js';
 import toolManagedProcess, { createManagedProcessTool, ProcessManager } from '../../plugins/tool-managed-process/index.js';
-import { groupAlive } from '../../plugins/tool-shared/process-group.js';
+import { groupAlive } from '../../lib/tool-shared/process-group.js';
 import { makeSandbox, textOf, type Sandbox } from '../helpers/tool-context.js';
 
 let sb: Sandbox;

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Settings } from '../../plugin-api.js';
 import { createKernel, type Kernel } from '../../core/kernel.js';
-import { builtinToolPlugins } from '../../plugins/tool-shared/index.js';
+import { builtinToolPlugins } from '../../hosts/builtins.js';
 
 const kernels: Kernel[] = [];
 const homes: string[] = [];

@@ -5,7 +5,7 @@ import { createDeleteTool } from '../../plugins/tool-delete/index.js';
 import { createEditTool } from '../../plugins/tool-edit/index.js';
 import { createImageTool } from '../../plugins/tool-image/index.js';
 import { createReadTool } from '../../plugins/tool-read/index.js';
-import { resolveSandboxPath } from '../../plugins/tool-shared/sandbox.js';
+import { resolveSandboxPath } from '../../lib/tool-shared/sandbox.js';
 import { createWriteTool } from '../../plugins/tool-write/index.js';
 import { makeSandbox, textOf, type Sandbox } from '../helpers/tool-context.js';
 

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AttachmentBlock, ContentBlock, ImageBlock, Message, Plugin, Provider, ProviderEvent, ProviderRequest } from '../../plugin-api.js';
 import { createKernel, type Kernel } from '../../core/kernel.js';
-import { ANTHROPIC_MEDIA_LIMITS, GEMINI_MEDIA_LIMITS, fitMedia, openaiMediaLimits } from '../../plugins/provider-shared/media-limits.js';
+import { ANTHROPIC_MEDIA_LIMITS, GEMINI_MEDIA_LIMITS, fitMedia, openaiMediaLimits } from '../../lib/provider-shared/media-limits.js';
 import toolImage from '../../plugins/tool-image/index.js';
 import uploadsPlugin, { UPLOADS_SERVICE, type UploadsService } from '../../plugins/uploads/index.js';
 import { attachmentBlock } from '../../plugins/uploads/service.js';

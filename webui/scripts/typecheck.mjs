@@ -19,6 +19,8 @@ try {
   fs.mkdirSync(path.join(scratch, 'plugins/gateway'), { recursive: true });
   fs.copyFileSync(path.join(repo, 'plugins/gateway/protocol.ts'), path.join(scratch, 'plugins/gateway/protocol.ts'));
   fs.copyFileSync(path.join(repo, 'plugin-api.d.ts'), path.join(scratch, 'plugin-api.d.ts'));
+  fs.mkdirSync(path.join(scratch, 'core'), { recursive: true });
+  fs.copyFileSync(path.join(repo, 'core/message-fold.ts'), path.join(scratch, 'core/message-fold.ts'));
   fs.mkdirSync(path.join(scratch, 'hosts/desktop'), { recursive: true });
   fs.copyFileSync(path.join(repo, 'hosts/desktop/contract.ts'), path.join(scratch, 'hosts/desktop/contract.ts'));
   fs.symlinkSync(path.join(repo, 'node_modules'), path.join(scratch, 'node_modules'));

@@ -2,7 +2,7 @@
  * Request/reply and routing on top of a Transport. Requests carry an id that the server echoes
  * in its `reply`; everything else is routed by message type to whoever listens.
  */
-import type { ClientMessage, ServerMessage } from '../../../plugins/gateway/protocol.js';
+import type { ClientMessage, ReplyOf, ServerMessage } from '../../../plugins/gateway/protocol.js';
 import type { Transport, TransportStatus } from '../transport/index.js';
 
 type Handler = (msg: ServerMessage) => void;
@@ -17,6 +17,11 @@ export class GatewayError extends Error {
 
 type WithoutId<T> = T extends unknown ? Omit<T, 'id'> : never;
 export type ClientRequest = WithoutId<ClientMessage>;
+/** A plugin's own message type (e.g. `cron.list`): its reply is the plugin's to define. */
+export interface ExtensionRequest {
+  type: string;
+  [field: string]: unknown;
+}
 
 export class GatewayClient {
   private seq = 0;
@@ -38,8 +43,14 @@ export class GatewayClient {
     this.transport.connect();
   }
 
-  /** Send and wait for the reply's data; rejects with a GatewayError when the server refuses. */
-  request<T = unknown>(msg: ClientRequest, timeoutMs = this.timeoutMs): Promise<T> {
+  /**
+   * Send and wait for the reply's data, typed by the protocol's request → reply map (ReplyOf);
+   * rejects with a GatewayError when the server refuses. A plugin's own message type names the
+   * reply it expects.
+   */
+  request<M extends ClientRequest>(msg: M, timeoutMs?: number): Promise<ReplyOf<M>>;
+  request<T>(msg: ExtensionRequest, timeoutMs?: number): Promise<T>;
+  request<T>(msg: ClientRequest | ExtensionRequest, timeoutMs = this.timeoutMs): Promise<T> {
     const id = `r${++this.seq}-${Date.now().toString(36)}`;
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {

@@ -15,6 +15,7 @@ import type {
   ToolProgress,
   ToolResultBlock,
 } from '../../../plugin-api.js';
+import { MessageFold } from '../../../core/message-fold.js';
 import { checkpointOfEndPayload, type CheckpointView, type ContextView, type QueuedItem, type ServerMessage } from '../../../plugins/gateway/protocol.js';
 import { applyAskEvent, type AskRecord } from './ask-user-question.js';
 
@@ -147,15 +148,19 @@ function ensureLive(s: ConversationState, messageId: string, ts: number): Messag
   return s.live;
 }
 
-function textSlot(msg: Message, index: number, kind: 'text' | 'thinking'): ContentBlock {
-  let b = msg.content[index];
-  if (!b || b.type !== kind) {
-    b = kind === 'text' ? { type: 'text', text: '' } : { type: 'thinking', thinking: '' };
-    // Indices can skip (a hidden block); fill the gap so positions keep matching the server's.
-    while (msg.content.length < index) msg.content.push({ type: 'text', text: '' });
-    msg.content[index] = b;
-  }
-  return b;
+/**
+ * The delta fold of the live message (the kernel's and the gateway's too: core/message-fold.ts),
+ * kept beside the state, not in it (it must not become reactive). A live message that is not
+ * the one it folded (a new message, a snapshot's partial) starts a fold from its content.
+ */
+const folds = new WeakMap<ConversationState, { live: Message; fold: MessageFold }>();
+
+function foldFor(s: ConversationState, live: Message): MessageFold {
+  const held = folds.get(s);
+  if (held && held.live === live) return held.fold;
+  const fold = MessageFold.from(live.content);
+  folds.set(s, { live, fold });
+  return fold;
 }
 
 function pushUnique(list: Message[], m: Message): void {
@@ -188,18 +193,19 @@ export function applyEvent(s: ConversationState, ev: LifecycleEvent, force = fal
       const msg = ensureLive(s, ev.messageId, ev.ts);
       if (s.notice) s.notice = null;
       const d = ev.delta;
-      if (d.kind === 'text') (textSlot(msg, d.index, 'text') as { text: string }).text += d.text;
-      else if (d.kind === 'thinking') (textSlot(msg, d.index, 'thinking') as { thinking: string }).thinking += d.text;
-      else if (d.kind === 'tool_call_start') {
-        while (msg.content.length < d.index) msg.content.push({ type: 'text', text: '' });
-        msg.content[d.index] = { type: 'tool_call', id: d.id, name: d.name, input: {} };
-        s.liveArgs[d.index] = '';
-      } else if (d.kind === 'tool_input') s.liveArgs[d.index] = (s.liveArgs[d.index] ?? '') + d.json;
-      else if (d.kind === 'block') {
-        while (msg.content.length < d.index) msg.content.push({ type: 'text', text: '' });
-        msg.content[d.index] = d.block;
-        delete s.liveArgs[d.index];
+      const fold = foldFor(s, msg);
+      fold.apply(d);
+      // A tool call's arguments stream beside it (ToolCallRow shows them); its input is set at its end.
+      if (d.kind === 'tool_input') {
+        const args = fold.toolInput(d.index);
+        if (args !== undefined) s.liveArgs[d.index] = args;
+        break;
       }
+      // Indices can skip (a hidden block); fill the gap so positions keep matching the server's.
+      while (msg.content.length < d.index) msg.content.push({ type: 'text', text: '' });
+      msg.content[d.index] = fold.block(d.index)!;
+      if (d.kind === 'tool_call_start') s.liveArgs[d.index] = '';
+      else if (d.kind === 'block') delete s.liveArgs[d.index];
       break;
     }
     case 'message_end':

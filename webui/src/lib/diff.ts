@@ -1,6 +1,6 @@
 /**
  * What Write and Edit changed, for the diff view: their result's `details.diff` (the changed
- * regions before and after, see plugins/tool-shared/diff-details.ts) turned into unified-diff
+ * regions before and after, see lib/tool-shared/diff-details.ts) turned into unified-diff
  * lines with old and new line numbers.
  */
 import { structuredPatch } from 'diff';

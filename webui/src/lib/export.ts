@@ -5,6 +5,7 @@
  * attachments named).
  */
 import type { ContentBlock, Message, ToolResultContent } from '../../../plugin-api.js';
+import type { ReplyMap } from '../../../plugins/gateway/protocol.js';
 import { client } from '../api/client.js';
 
 export interface ExportedConversation {
@@ -13,12 +14,7 @@ export interface ExportedConversation {
   messages: Array<Message & { ordinal?: number; status?: string }>;
 }
 
-interface ExportPage {
-  conversation: ExportedConversation['conversation'];
-  messages: ExportedConversation['messages'];
-  hasMore: boolean;
-  firstOrdinal?: number;
-}
+type ExportPage = ReplyMap['conversations.export'];
 
 const PAGE = 500;
 /** A guard against a server that keeps saying hasMore without moving back. */
@@ -28,7 +24,7 @@ export async function fetchConversation(conversationId: string): Promise<Exporte
   const pages: ExportPage[] = [];
   let before: number | undefined;
   for (let i = 0; i < MAX_PAGES; i++) {
-    const page = await client().request<ExportPage>({ type: 'conversations.export', conversationId, limit: PAGE, ...(before !== undefined ? { before } : {}) });
+    const page = await client().request({ type: 'conversations.export', conversationId, limit: PAGE, ...(before !== undefined ? { before } : {}) });
     pages.unshift(page);
     if (!page.hasMore || !page.firstOrdinal || page.firstOrdinal === before) break;
     before = page.firstOrdinal;

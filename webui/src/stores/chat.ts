@@ -222,8 +222,8 @@ export const useChatStore = defineStore('chat', () => {
   /** The whole conversation's spending, from the server (older pages need not be loaded). */
   async function refreshSpent(id: string): Promise<void> {
     try {
-      const r = (await client().request({ type: 'conversations.usage', conversationId: id })) as { rounds?: number; costUsd?: number; unpricedRounds?: number } | undefined;
-      if (r && typeof r.rounds === 'number') state(id).spent = { rounds: r.rounds, unpricedRounds: r.unpricedRounds ?? 0, ...(typeof r.costUsd === 'number' ? { costUsd: r.costUsd } : {}) };
+      const r = await client().request({ type: 'conversations.usage', conversationId: id });
+      state(id).spent = { rounds: r.rounds, unpricedRounds: r.unpricedRounds, ...(r.costUsd !== undefined ? { costUsd: r.costUsd } : {}) };
     } catch {
       // An older server, or the conversation is gone: the meter sums the loaded replies instead.
     }
@@ -594,7 +594,7 @@ export const useChatStore = defineStore('chat', () => {
     s.compactRequested = true;
     s.compactionNotice = null;
     try {
-      const out = await client().request<CompactionOutcome>({ type: 'chat_queue', item: { action: 'compact_now', conversationId: id } }, COMPACT_TIMEOUT_MS);
+      const out = await client().request({ type: 'chat_queue', item: { action: 'compact_now', conversationId: id } }, COMPACT_TIMEOUT_MS);
       if (out?.status === 'skipped') s.compactionNotice = { kind: 'info', text: `Nothing to compact${out.reason ? `: ${out.reason}` : ''}.` };
       else if (out?.status === 'failed') s.compactionNotice = { kind: 'error', text: `Compacting the context failed${out.reason ? `: ${out.reason}` : ''}.` };
     } catch (err) {

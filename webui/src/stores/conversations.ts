@@ -23,16 +23,6 @@ function writeRoute(view: View, id: string | null): void {
   if (location.hash !== hash) history.replaceState(history.state, '', location.pathname + location.search + hash);
 }
 
-function listFrom(data: unknown): ConversationSummary[] | null {
-  if (Array.isArray(data)) return data as ConversationSummary[];
-  if (data && typeof data === 'object') {
-    const d = data as { items?: unknown; conversations?: unknown };
-    if (Array.isArray(d.items)) return d.items as ConversationSummary[];
-    if (Array.isArray(d.conversations)) return d.conversations as ConversationSummary[];
-  }
-  return null;
-}
-
 export const useConversationsStore = defineStore('conversations', () => {
   const initial = readRoute();
   const items = ref<ConversationSummary[]>([]);
@@ -76,9 +66,7 @@ export const useConversationsStore = defineStore('conversations', () => {
 
   async function refresh(): Promise<void> {
     try {
-      const data = await client().request({ type: 'conversations.list' });
-      const list = listFrom(data);
-      if (list) items.value = list;
+      items.value = (await client().request({ type: 'conversations.list' })).items;
       loaded.value = true;
       error.value = null;
     } catch (err) {
@@ -96,7 +84,7 @@ export const useConversationsStore = defineStore('conversations', () => {
     }
     searchesInFlight++;
     try {
-      const list = listFrom(await client().request({ type: 'conversations.list', search: q }));
+      const list = (await client().request({ type: 'conversations.list', search: q })).items;
       if (mine === searchSeq) searchResults.value = list;
     } catch {
       if (mine === searchSeq) searchResults.value = null;

@@ -13,12 +13,6 @@ import { useSettingsStore } from './settings.js';
 
 export type McpLevel = 'none' | 'ok' | 'pending' | 'warn' | 'error';
 
-function serversFrom(data: unknown): McpServerSummary[] | null {
-  if (Array.isArray(data)) return data as McpServerSummary[];
-  const list = data && typeof data === 'object' ? (data as { servers?: unknown }).servers : undefined;
-  return Array.isArray(list) ? (list as McpServerSummary[]) : null;
-}
-
 export const useMcpStore = defineStore('mcp', () => {
   /** null until the first answer. */
   const servers = ref<McpServerSummary[] | null>(null);
@@ -60,8 +54,7 @@ export const useMcpStore = defineStore('mcp', () => {
 
   async function load(): Promise<void> {
     try {
-      const got = serversFrom(await client().request({ type: 'mcp.status' }));
-      if (got) servers.value = got;
+      servers.value = (await client().request({ type: 'mcp.status' })).servers;
       loadError.value = null;
     } catch (err) {
       loadError.value = (err as Error).message;
@@ -80,8 +73,7 @@ export const useMcpStore = defineStore('mcp', () => {
   async function restart(name: string): Promise<void> {
     restarting.value = new Set([...restarting.value, name]);
     try {
-      const got = serversFrom(await client().request({ type: 'mcp.restart', name }));
-      if (got) servers.value = got;
+      servers.value = (await client().request({ type: 'mcp.restart', name })).servers;
       changedSinceStart.value = changedSinceStart.value.filter((n) => n !== name);
       loadError.value = null;
     } catch (err) {

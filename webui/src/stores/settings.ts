@@ -5,7 +5,7 @@
 import { defineStore } from 'pinia';
 import { computed, ref, watch } from 'vue';
 import type { Settings } from '../../../plugin-api.js';
-import type { ProviderSummary } from '../../../plugins/gateway/protocol.js';
+import type { ProviderSummary, SettingsWarningWire } from '../../../plugins/gateway/protocol.js';
 import { client } from '../api/client.js';
 
 export type Theme = 'light' | 'dark';
@@ -21,23 +21,6 @@ function initialTheme(): Theme {
   return typeof matchMedia === 'function' && matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
 }
 
-function providersFrom(data: unknown): ProviderSummary[] | null {
-  if (Array.isArray(data)) return data as ProviderSummary[];
-  if (data && typeof data === 'object') {
-    const d = data as { providers?: unknown; items?: unknown };
-    if (Array.isArray(d.providers)) return d.providers as ProviderSummary[];
-    if (Array.isArray(d.items)) return d.items as ProviderSummary[];
-  }
-  return null;
-}
-
-function settingsFrom(data: unknown): Settings | null {
-  if (!data || typeof data !== 'object') return null;
-  const d = data as { settings?: unknown };
-  if (d.settings && typeof d.settings === 'object') return d.settings as Settings;
-  return data as Settings;
-}
-
 export const useSettingsStore = defineStore('settings', () => {
   const settings = ref<Settings | null>(null);
   const providers = ref<ProviderSummary[] | null>(null);
@@ -46,10 +29,9 @@ export const useSettingsStore = defineStore('settings', () => {
   const remoteVersion = ref(0);
   const saving = ref(false);
   /** What the server says about the settings without refusing them: unknown keys (with a did-you-mean), an invalid file on disk. */
-  const warnings = ref<Array<{ path: string; message: string; suggestion?: string }>>([]);
-  const takeWarnings = (data: unknown) => {
-    const w = data && typeof data === 'object' ? (data as { warnings?: unknown }).warnings : undefined;
-    if (Array.isArray(w)) warnings.value = w as typeof warnings.value;
+  const warnings = ref<SettingsWarningWire[]>([]);
+  const takeWarnings = (data: { warnings?: SettingsWarningWire[] }) => {
+    if (data.warnings) warnings.value = data.warnings;
   };
 
   const configuredProviders = computed(() => (providers.value ?? []).filter((p) => p.configured));
@@ -95,15 +77,13 @@ export const useSettingsStore = defineStore('settings', () => {
 
   async function load(): Promise<void> {
     const [s] = await Promise.all([client().request({ type: 'settings.get' }), loadProviders()]);
-    const got = settingsFrom(s);
-    if (got) settings.value = got;
+    settings.value = s.settings as Settings;
     takeWarnings(s);
   }
 
   async function loadProviders(): Promise<void> {
     try {
-      const list = providersFrom(await client().request({ type: 'providers.list' }));
-      if (list) providers.value = list;
+      providers.value = (await client().request({ type: 'providers.list' })).providers;
     } catch {
       if (!providers.value) providers.value = [];
     }
@@ -120,9 +100,8 @@ export const useSettingsStore = defineStore('settings', () => {
     try {
       const data = await client().request({ type: 'settings.set', settings: patch });
       takeWarnings(data);
-      // The reply may echo the stored settings; otherwise what we sent is what was stored.
-      const echoed = data && typeof data === 'object' ? (data as { settings?: unknown }).settings : undefined;
-      settings.value = echoed && typeof echoed === 'object' ? (echoed as Settings) : next;
+      // The reply is the stored settings (the merge of ours with changes made elsewhere).
+      settings.value = data.settings as Settings;
       await loadProviders();
     } finally {
       saving.value = false;
