@@ -70,12 +70,22 @@ export class ConversationSettingsService {
     let settings: ConversationSettings = {};
     try {
       const c = await this.store()?.getConversation(conversationId, { limit: 1 });
-      if (c) settings = settingsFromMeta(c.meta);
+      // Not stored (no history store): what a preset or a change left in memory stands.
+      settings = c ? settingsFromMeta(c.meta) : (h?.settings ?? {});
     } catch {
       settings = h?.settings ?? {};
     }
     this.hold(conversationId, { runId, settings });
     return settings.instructions;
+  }
+
+  /**
+   * A new conversation's settings, given with its first message before anything is stored: held
+   * for its first request and stored with its first message (flush).
+   */
+  preset(conversationId: string, patch: ConversationSettingsPatch): void {
+    this.pending.set(conversationId, { ...this.pending.get(conversationId), ...patch });
+    this.hold(conversationId, { settings: applyPatch(this.held.get(conversationId)?.settings ?? {}, patch) });
   }
 
   /** Store what {@link set} kept while the conversation was not stored yet. */

@@ -252,8 +252,19 @@ export class ChatRuns {
         return { conversationId, queued: true, itemId: queued.itemId };
       }
     }
-    return this.start(client, { ...runFields(item), input, ...(conversationId ? { conversationId } : {}), clientRequestId: item.clientRequestId });
+    this.lastStarted = undefined;
+    const started = this.start(client, { ...runFields(item), input, ...(conversationId ? { conversationId } : {}), clientRequestId: item.clientRequestId });
+    // A new chat's instructions, set before its first message: handed over before the run's
+    // first request is built (the run starts on the next microtask; its id is known already).
+    if (!conversationId && item.instructions?.trim()) {
+      const id = this.lastStarted;
+      if (id) this.d.service<{ preset(conversationId: string, patch: { instructions: string }): void }>('conversationSettings')?.preset(id, { instructions: item.instructions });
+    }
+    return started;
   }
+
+  /** The conversation of the run `start` began last (set synchronously, before its first await). */
+  private lastStarted: string | undefined;
 
   private async editResend(client: GatewayClient, item: EditItem): Promise<unknown> {
     const dup = this.duplicate(client, item.clientRequestId);
@@ -305,6 +316,7 @@ export class ChatRuns {
       const code = (err as { code?: unknown }).code;
       throw new ReplyError(typeof code === 'string' ? code : 'internal', (err as Error).message);
     }
+    this.lastStarted = handle.conversationId;
     const rec: RequestRecord = { conversationId: handle.conversationId, runId: handle.runId };
     this.remember(options.clientRequestId, rec);
     if (options.truncateFromMessageId) this.d.history.noteTruncation(handle.runId, options.truncateFromMessageId);

@@ -52,8 +52,12 @@ const SendFields = {
 
 /** `chat_queue` items: everything that starts, stops or steers a run. */
 export const ChatQueueSchema = z.discriminatedUnion('action', [
-  /** Send a message. Without conversationId a new conversation starts (the reply carries its id). While a run is active the message waits in the conversation's queue. */
-  z.object({ action: z.literal('send'), conversationId: conversationId.optional(), clientRequestId: id, ...SendFields }),
+  /**
+   * Send a message. Without conversationId a new conversation starts (the reply carries its id);
+   * `instructions` then become that conversation's own (conversation-settings), used from its
+   * first request on. While a run is active the message waits in the conversation's queue.
+   */
+  z.object({ action: z.literal('send'), conversationId: conversationId.optional(), clientRequestId: id, instructions: z.string().max(100_000).optional(), ...SendFields }),
   /** Stop the active run of a conversation. */
   z.object({ action: z.literal('stop'), conversationId }),
   /** Edit a user message and resend: history is truncated at messageId, then `text` (and `attachments`; empty text with attachments only is fine) is sent. */

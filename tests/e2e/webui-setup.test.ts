@@ -181,7 +181,18 @@ describe.skipIf(!hasChromium)('WebUI setup: keys, connection test, working folde
       await p.getByTestId('welcome').waitFor();
       expect(await p.getByTestId('mode-tools').getAttribute('aria-checked')).toBe('true');
       expect(await p.getByTestId('model-picker').inputValue()).toBe('');
-      expect(await p.getByTestId('chat-instructions-button').count()).toBe(0);
+      expect(await p.getByTestId('chat-instructions-set').count()).toBe(0);
+      // Instructions before the first message: they shape its first request and stay with it.
+      await p.getByTestId('chat-instructions-button').click();
+      await p.getByTestId('chat-instructions-input').fill('Reply in haiku.');
+      await p.getByTestId('chat-instructions-save').click();
+      await p.getByTestId('chat-instructions-set').waitFor();
+      const before = chatRequests(srv).length;
+      await sendAndWait(p, 'third', 'Echo: third');
+      expect(systemOf(chatRequests(srv)[before]!)).toContain('Reply in haiku.');
+      await p.getByTestId('chat-instructions-set').waitFor();
+      const third = await currentConversationId(p);
+      expect(third).not.toBe(id);
 
       // Back to it after a reload, and in another tab: its model, mode and instructions.
       await p.goto(`${srv.url}/#/c/${id}`);

@@ -121,4 +121,24 @@ describe('gateway: per-conversation settings', () => {
     expect(await c.request({ type: 'conversation.settings.set', conversationId: id, settings: { mode: 'fast' } })).toMatchObject({ ok: false, error: { code: 'bad_request', message: 'mode: must be "text", "tools" or "agent-dev"' } });
     expect(await c.request({ type: 'conversation.settings.set', conversationId: id, settings: { colour: 'red' } })).toMatchObject({ ok: false, error: { code: 'bad_request' } });
   });
+
+  it("a new chat's instructions, sent with its first message, shape that first request and are stored with the conversation", async () => {
+    for (const extra of [[historySqlite, conversationSettings], [conversationSettings]]) {
+      const b = await boot({ extra });
+      const c = await TestClient.connect(b);
+      const msg = text('first words');
+      const { conversationId } = await c.ok<{ conversationId: string }>({ ...msg, item: { ...msg.item, instructions: 'Answer like a pirate.' } });
+      await c.terminal(conversationId);
+      expect(systemText(b.provider.requests[0]!)).toContain('Answer like a pirate.');
+      await runIn(c, conversationId, 'again');
+      expect(systemText(b.provider.requests.at(-1)!)).toContain('Answer like a pirate.');
+      // Stored with the conversation when a store keeps them (another tab, a reload see them).
+      if (extra.length === 2) expect(await c.ok({ type: 'conversation.settings.get', conversationId })).toEqual({ conversationId, settings: { instructions: 'Answer like a pirate.' } });
+      // Another new chat does not get them.
+      const other = await c.ok<{ conversationId: string }>(text('elsewhere'));
+      await c.terminal(other.conversationId);
+      expect(systemText(b.provider.requests.at(-1)!)).not.toContain('pirate');
+      await cleanup();
+    }
+  });
 });

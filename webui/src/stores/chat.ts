@@ -90,6 +90,8 @@ interface OutboxItem {
   text: string;
   wire: { attachments?: Array<{ uploadId: string }> };
   fields: { mode?: ExecutionMode; provider?: string; model?: string; workdir?: string };
+  /** A new chat's instructions, set before its first message (sent with it). */
+  instructions?: string;
   /** The pending bubble. */
   message: Message;
   /** Handed to an open socket, its reply not in yet. */
@@ -189,6 +191,11 @@ export const useChatStore = defineStore('chat', () => {
 
   /** Set (or, with empty text, clear) the instructions of a conversation. Rejects with the server's reason. */
   async function setInstructions(id: string, instructions: string): Promise<void> {
+    if (id === DRAFT) {
+      // Nothing is stored yet: they go with the first message (send's `instructions`).
+      convSettings[DRAFT] = instructions.trim() ? { instructions } : {};
+      return;
+    }
     const r = await extRequest<{ settings: ConversationSettings }>({ type: 'conversation.settings.set', conversationId: id, settings: { instructions: instructions.trim() ? instructions : null } });
     convSettings[id] = r.settings;
   }
@@ -399,7 +406,8 @@ export const useChatStore = defineStore('chat', () => {
     sentTick.value++;
     return new Promise<void>((resolve, reject) => {
       settlers.set(clientRequestId, { resolve, reject });
-      outbox.push({ key, clientRequestId, text: input.text, wire: wireAttachments(input), fields: runFields(), message, inFlight: false, attempt: 0 });
+      const instructions = key === DRAFT ? convSettings[DRAFT]?.instructions?.trim() : undefined;
+      outbox.push({ key, clientRequestId, text: input.text, wire: wireAttachments(input), fields: runFields(), ...(instructions ? { instructions } : {}), message, inFlight: false, attempt: 0 });
       flush();
     });
   }
@@ -437,7 +445,7 @@ export const useChatStore = defineStore('chat', () => {
     client()
       .request<{ conversationId?: string } | undefined>({
         type: 'chat_queue',
-        item: { action: 'send', clientRequestId: item.clientRequestId, text: item.text, ...item.wire, ...item.fields, ...(id ? { conversationId: id } : {}) },
+        item: { action: 'send', clientRequestId: item.clientRequestId, text: item.text, ...item.wire, ...item.fields, ...(id ? { conversationId: id } : item.instructions ? { instructions: item.instructions } : {}) },
       })
       .then((data) => {
         if (!outbox.includes(item)) return;
@@ -484,6 +492,10 @@ export const useChatStore = defineStore('chat', () => {
     if (draft.pendingUser && !target.messages.some((m) => m.role === 'user')) target.pendingUser = draft.pendingUser;
     for (const o of outbox) if (o.key === DRAFT) o.key = newIdValue;
     states[DRAFT] = emptyState(DRAFT);
+    // The draft's instructions went with its first message: they are the conversation's now.
+    const given = convSettings[DRAFT]?.instructions;
+    if (given) convSettings[newIdValue] = { ...convSettings[newIdValue], instructions: given };
+    delete convSettings[DRAFT];
     if (!conversations.items.some((c) => c.id === newIdValue)) {
       conversations.upsert({ id: newIdValue, title: null, createdAt: Date.now(), updatedAt: Date.now(), running: true });
     }
