@@ -17,6 +17,7 @@ import { HISTORY_SERVICE, type HistoryService } from '../history-sqlite/service.
 import { isPostgresUrl, openDatabase, redactUrl } from './database.js';
 import { createPgHistoryService } from './queries.js';
 import { PgHistoryStore } from './store.js';
+import { storeLifecycle, type StoreLifecycle } from '../../lib/store-lifecycle.js';
 
 export const PostgresHistorySettingsSchema = z.strictObject({
   url: z.string().trim().refine(isPostgresUrl, 'must be a postgres:// or postgresql:// URL').optional(),
@@ -52,11 +53,8 @@ export default definePlugin({
 
     // Opened in the background once the host is ready (connecting and checking the schema take
     // a round trip or two); every hook and service call awaits the same opening.
-    let opened: Promise<Opened> | undefined;
-    let closing: Promise<void> | undefined;
-    const open = () =>
-      (opened ??= (async () => {
-        if (closing) throw new Error('the history database is closed');
+    const life: StoreLifecycle<Opened> = storeLifecycle<Opened>(
+      async () => {
         const knex = await openDatabase(url, {
           poolMax: settings.poolMax ?? DEFAULT_POOL_MAX,
           acquireTimeoutMs: settings.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS,
@@ -64,32 +62,19 @@ export default definePlugin({
         });
         const store = new PgHistoryStore(knex);
         ctx.logger.info(`history database: ${where}`);
-        return { knex, store, service: createPgHistoryService({ knex, store, runtime: ctx.runtime, track }) };
-      })());
+        return { knex, store, service: createPgHistoryService({ knex, store, runtime: ctx.runtime, track: life.track }) };
+      },
+      async ({ knex, store }) => {
+        store.close();
+        await knex.destroy();
+        ctx.logger.debug(`closed ${where}`);
+      },
+    );
+    // Calls in flight (hooks and service) are tracked: shutdown waits for them before closing the pool.
+    const { open, track, close } = life;
     ctx.hooks.ready.tap(() => {
       open().catch((err) => ctx.logger.error(`cannot open the history database ${where}: ${(err as Error).message}`));
     });
-
-    // Calls in flight (hooks and service); shutdown waits for them before closing the pool.
-    const pending = new Set<Promise<unknown>>();
-    const track = <T>(op: () => Promise<T>): Promise<T> => {
-      if (closing) return Promise.reject(new Error('the history database is closed'));
-      const p = op();
-      pending.add(p);
-      const forget = () => void pending.delete(p);
-      p.then(forget, forget);
-      return p;
-    };
-    const close = () =>
-      (closing ??= (async () => {
-        if (!opened) return;
-        const o = await opened.catch(() => undefined);
-        if (!o) return;
-        await Promise.allSettled([...pending]);
-        o.store.close();
-        await o.knex.destroy();
-        ctx.logger.debug(`closed ${where}`);
-      })());
     ctx.hooks.shutdown.tap(close);
     ctx.subscriptions.push({ dispose: () => void close() });
 

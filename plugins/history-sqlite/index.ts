@@ -17,6 +17,7 @@ import { configuredDatabaseUrl } from './database-url.js';
 import { createHistoryService } from './queries.js';
 import { HISTORY_SERVICE, type HistoryService } from './service.js';
 import { HistoryStore } from './store.js';
+import { storeLifecycle, type StoreLifecycle } from '../../lib/store-lifecycle.js';
 
 // Declared here, so a consumer gets `ctx.service('history')` typed without importing this plugin.
 declare module '../../plugin-api.js' {
@@ -52,43 +53,28 @@ export default definePlugin({
     // module and the schema check cost tens of ms; knex, ~100 ms more, loads only for pending
     // migrations or the first browsing query). Every tap
     // and service call awaits the same opening, so the first run simply waits for it.
-    let opened: Promise<{ handle: HistoryDatabase; store: HistoryStore; service: HistoryService }> | undefined;
-    let closing: Promise<void> | undefined;
-    const open = () =>
-      (opened ??= (async () => {
-        if (closing) throw new Error('the history database is closed');
+    type Opened = { handle: HistoryDatabase; store: HistoryStore; service: HistoryService };
+    const life: StoreLifecycle<Opened> = storeLifecycle<Opened>(
+      async () => {
         const handle = await openDatabase(file, {
           busyTimeoutMs: settings.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS,
           migrationLockTimeoutMs: settings.migrationLockTimeoutMs ?? DEFAULT_MIGRATION_LOCK_TIMEOUT_MS,
         });
         const store = new HistoryStore(handle.db);
         ctx.logger.info(`history database: ${file}`);
-        return { handle, store, service: createHistoryService({ knex: handle.knex, store, runtime: ctx.runtime, track }) };
-      })());
+        return { handle, store, service: createHistoryService({ knex: handle.knex, store, runtime: ctx.runtime, track: life.track }) };
+      },
+      async ({ handle, store }) => {
+        store.close();
+        await closeDatabase(handle);
+        ctx.logger.debug(`closed ${file}`);
+      },
+    );
+    const { open, track, close } = life;
     ctx.hooks.ready.tap(() => {
       open().catch((err) => ctx.logger.error(`cannot open the history database ${file}: ${(err as Error).message}`));
     });
 
-    // Service calls in flight (knex is async); shutdown waits for them before closing.
-    const pending = new Set<Promise<unknown>>();
-    const track = <T>(op: () => Promise<T>): Promise<T> => {
-      if (closing) return Promise.reject(new Error('the history database is closed'));
-      const p = op();
-      pending.add(p);
-      const forget = () => void pending.delete(p);
-      p.then(forget, forget);
-      return p;
-    };
-    const close = () =>
-      (closing ??= (async () => {
-        if (!opened) return;
-        const { handle, store } = await opened.catch(() => ({ handle: undefined, store: undefined }));
-        if (!handle || !store) return;
-        await Promise.allSettled([...pending]);
-        store.close();
-        await closeDatabase(handle);
-        ctx.logger.debug(`closed ${file}`);
-      })());
     // Normal stop: the shutdown hook runs after the kernel stopped the runs, so every round is
     // written. The disposer covers hosts that only dispose.
     ctx.hooks.shutdown.tap(close);
