@@ -65,7 +65,7 @@ describe.skipIf(!hasChromium)('WebUI organize: export, pins, search, diffs (e2e)
     // The edited-files list opens to every change of the file, in order.
     await reply.getByTestId('edited-file-toggle').click();
     const views = reply.getByTestId('edited-files').getByTestId('diff-view');
-    await expect.poll(() => views.count()).toBe(3);
+    await expect.poll(() => views.count(), { timeout: 10_000 }).toBe(3);
     expect(await views.locator('.diff-tool').allTextContents()).toEqual(['Write', 'Edit', 'Write']);
     // The second Write: the first line changed, the Edit undone (two lines back to one), the last line gone.
     expect(await views.nth(2).getByTestId('diff-added').textContent()).toBe('+2');

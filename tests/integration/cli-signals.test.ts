@@ -51,7 +51,8 @@ function spawnCli(args: string[], h: string, env: Record<string, string>): { chi
 
 const records = (h: string) => {
   const dir = path.join(h, 'run', 'processes');
-  return fs.existsSync(dir) ? fs.readdirSync(dir) : [];
+  // A record is written atomically (a temp file renamed): one caught mid-write is not a record.
+  return fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => !f.endsWith('.tmp')) : [];
 };
 
 let mock: MockAnthropicServer;
