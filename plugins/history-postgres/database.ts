@@ -8,6 +8,7 @@
  * connection of the pool: the processes queue on it, and each one checks again once it has it.
  */
 import type { Knex } from 'knex';
+import { loadPg, numericBigints } from '../../lib/database/pg.js';
 import { migrationSource } from './schema.js';
 
 export interface OpenOptions {
@@ -22,44 +23,14 @@ export interface OpenOptions {
 /** Any constant works; it only has to be the same in every process (and unlikely to clash with an application's). */
 const MIGRATION_LOCK_KEY = 0x4c_41_68_31; // 'LAh1'
 
-/** The `pg` module's type parsers (no @types/pg here: only what is used). */
-interface PgTypes {
-  getTypeParser(oid: number, format?: string): (value: string) => unknown;
-}
-
-const INT8_OID = 20;
-
-/** Loads `pg` by a computed name, so the type checker and bundlers leave it to run time (knex loads the same module). */
-async function pgTypes(): Promise<PgTypes> {
-  const name = 'pg';
-  const mod = (await import(name)) as { default?: { types: PgTypes }; types?: PgTypes };
-  return (mod.default?.types ?? mod.types)!;
-}
-
-/** Accepted URL schemes. */
-export function isPostgresUrl(url: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(url);
-}
-
-/** The URL without its password, for logs and errors. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
-  }
-}
-
 export async function openDatabase(url: string, options: OpenOptions): Promise<Knex> {
-  const [{ default: createKnex }, types] = await Promise.all([import('knex'), pgTypes()]);
+  const [{ default: createKnex }, pg] = await Promise.all([import('knex'), loadPg()]);
   const knex = createKnex({
     client: 'pg',
     connection: {
       connectionString: url,
       // Timestamps, seqs and counts are bigint: as numbers (all stay far below 2^53), like SQLite's.
-      types: { getTypeParser: (oid: number, format?: string) => (oid === INT8_OID ? Number : types.getTypeParser(oid, format)) },
+      types: numericBigints(pg),
     },
     // Two at least: migrations hold the advisory lock on one connection and run on another.
     pool: { min: 0, max: Math.max(2, options.poolMax) },

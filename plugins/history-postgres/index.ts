@@ -1,7 +1,7 @@
 /**
  * history-postgres: the chat-history store on PostgreSQL, for a team server (several processes,
  * one database). Active only when a database URL is configured (settings `history.url`, else
- * LIVEAGENT_DATABASE_URL: see history-sqlite/database-url.ts); then history-sqlite stays out of
+ * LIVEAGENT_DATABASE_URL: see lib/database/url.ts); then history-sqlite stays out of
  * the way and this plugin answers the same persistence hooks and provides the same `history`
  * service. Without a URL it does nothing and loads nothing (knex and `pg` are imported when the
  * database opens).
@@ -12,9 +12,9 @@
  */
 import { z } from 'zod';
 import { definePlugin } from '../../core/define-plugin.js';
-import { configuredDatabaseUrl } from '../history-sqlite/database-url.js';
+import { configuredDatabaseUrl, isPostgresUrl, redactUrl } from '../../lib/database/url.js';
 import { HISTORY_SERVICE, type HistoryService } from '../history-sqlite/service.js';
-import { isPostgresUrl, openDatabase, redactUrl } from './database.js';
+import { openDatabase } from './database.js';
 import { createPgHistoryService } from './queries.js';
 import { PgHistoryStore } from './store.js';
 import { storeLifecycle, type StoreLifecycle } from '../../lib/store-lifecycle.js';

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { definePlugin } from '../../core/define-plugin.js';
 import { closeDatabase, openDatabase, type HistoryDatabase } from './database.js';
-import { configuredDatabaseUrl } from './database-url.js';
+import { configuredDatabaseUrl } from '../../lib/database/url.js';
 import { createHistoryService } from './queries.js';
 import { HISTORY_SERVICE, type HistoryService } from './service.js';
 import { HistoryStore } from './store.js';

@@ -18,8 +18,7 @@ import os from 'node:os';
 import { z } from 'zod';
 import { definePlugin } from '../../core/define-plugin.js';
 import type { GatewayService } from '../gateway/gateway.js';
-import { configuredDatabaseUrl } from '../history-sqlite/database-url.js';
-import { isPostgresUrl, redactUrl } from '../history-postgres/database.js';
+import { configuredDatabaseUrl, isPostgresUrl, redactUrl } from '../../lib/database/url.js';
 import { loadPg, openTeamDatabase } from './database.js';
 import { Team, type TeamLimits } from './team.js';
 

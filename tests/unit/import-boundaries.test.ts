@@ -98,8 +98,6 @@ const KNOWN_CROSS_PLUGIN = [
   'gateway -> uploads', // UploadsService type (Pick of it)
   'history-postgres -> history-sqlite', // shares rows, queries, schema, store: a library in disguise
   'team-fanout -> gateway',
-  'team-fanout -> history-postgres',
-  'team-fanout -> history-sqlite',
   'uploads -> gateway', // sendJson / sendJsonError from http-routes
 ];
 
