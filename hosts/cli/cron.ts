@@ -1,12 +1,14 @@
 /**
  * `liveagent cron add|list|rm|runs|enable|disable`: scheduled tasks. Works on the cron database
- * directly (no kernel boots), so it works with or without a running `serve`; a running serve
+ * directly (no kernel boots; PostgreSQL when a PostgreSQL URL is configured, as `serve` decides),
+ * so it works with or without a running `serve`; a running serve
  * picks the change up at its next poll (`cron.pollIntervalMs`). A bad expression, time zone or
  * flag exits 2 with one line saying why; `add` prints the next fire times of a valid one.
  */
 import { z } from 'zod';
 import { resolvePaths } from '../../core/paths.js';
 import { readSettingsFile } from '../../core/settings.js';
+import { configuredPostgresUrl } from '../../lib/database/url.js';
 import { cronSettings } from '../../plugins/cron/settings.js';
 import { CronTasks, CronTaskError, openCronStore, type CronTaskView } from '../../plugins/cron/tasks.js';
 import { issueText, TaskInputSchema, type CronRun } from '../../plugins/cron/task-spec.js';
@@ -187,17 +189,20 @@ export async function runCron(argv: string[], io: CronIo = { stdout: process.std
   }
   const paths = resolvePaths();
   let settings;
+  let postgresUrl: string | undefined;
   try {
-    settings = cronSettings(readSettingsFile(paths.settingsFile).cron);
+    const file = readSettingsFile(paths.settingsFile);
+    settings = cronSettings(file.cron);
+    postgresUrl = configuredPostgresUrl(file)?.url;
   } catch (err) {
     throw new CliUsageError((err as Error).message.split('\n')[0]!);
   }
-  const store = await openCronStore(paths.home, settings);
+  const store = await openCronStore(paths.home, settings, postgresUrl);
   const tasks = new CronTasks(store, () => settings);
   try {
     switch (sub) {
       case 'add': {
-        const t = tasks.add(parsed!.input, 'cli');
+        const t = await tasks.add(parsed!.input, 'cli');
         if (parsed!.json) io.stdout.write(`${JSON.stringify(t)}\n`);
         else {
           io.stdout.write(`added ${t.id} "${t.name}" (${kindOf(t)}, ${t.schedule}, ${t.timezone}${t.enabled ? '' : ', disabled'})\n`);
@@ -209,7 +214,7 @@ export async function runCron(argv: string[], io: CronIo = { stdout: process.std
       case 'ls': {
         const { values, positionals } = strictParse(rest, { json: { type: 'boolean' } });
         if (positionals.length) throw new CliUsageError(`unexpected argument "${positionals[0]}"`);
-        const all = tasks.list();
+        const all = await tasks.list();
         if (values.json) for (const t of all) io.stdout.write(`${JSON.stringify(t)}\n`);
         else if (!all.length) io.stdout.write('no scheduled tasks (add one with: liveagent cron add --schedule EXPR --prompt TEXT)\n');
         else {
@@ -222,19 +227,19 @@ export async function runCron(argv: string[], io: CronIo = { stdout: process.std
       case 'rm':
       case 'remove': {
         const { id } = single(rest, 'rm');
-        const t = tasks.remove(id);
+        const t = await tasks.remove(id);
         io.stdout.write(`removed ${t.id} "${t.name}"\n`);
         return EXIT.ok;
       }
       case 'runs': {
         const { id, values } = single(rest, 'runs', { limit: { type: 'string' } });
-        const { task, runs } = tasks.runs(id, positiveInt('limit', values.limit as string | undefined) ?? 50);
+        const { task, runs } = await tasks.runs(id, positiveInt('limit', values.limit as string | undefined) ?? 50);
         printRuns(io, task.timezone, runs, !!values.json);
         return EXIT.ok;
       }
       default: {
         const { id, values } = single(rest, sub);
-        const t = tasks.update(id, { enabled: sub === 'enable' });
+        const t = await tasks.update(id, { enabled: sub === 'enable' });
         if (values.json) io.stdout.write(`${JSON.stringify(t)}\n`);
         else io.stdout.write(`${sub}d ${t.id} "${t.name}"; next: ${local(t.nextFireAt, t.timezone)}\n`);
         return EXIT.ok;
@@ -245,6 +250,6 @@ export async function runCron(argv: string[], io: CronIo = { stdout: process.std
     if (err instanceof CronTaskError) throw new CliUsageError(err.message);
     throw err;
   } finally {
-    store.close();
+    await store.close();
   }
 }

@@ -5,7 +5,7 @@
  * HTTP request is a fetch with a timeout. Nothing here throws: every failure is an outcome.
  */
 import type { Logger, RuntimeApi } from '../../plugin-api.js';
-import { runCommand } from '../tool-bash/run-command.js';
+import { runCommand } from '../../lib/tool-shared/run-command.js';
 import type { HostProcesses } from '../../lib/tool-shared/process-records.js';
 import type { CronSettings } from './settings.js';
 import type { BashAction, CronTask, HttpAction, PromptAction } from './task-spec.js';

@@ -1,15 +1,18 @@
 /**
  * cron: scheduled tasks. A task is a prompt (a run of the runtime), a bash command or an HTTP
  * request, on a 5- or 6-field cron expression or a one-shot ISO time, in a time zone. Tasks and
- * their runs live in `$LIVEAGENT_HOME/cron.db` (store.ts). Every host can manage them (the
- * `cron` service, the Cron tool, `liveagent cron`); only the host that calls `start()` (the
- * server host) runs them, and of several such hosts on one home only the lease holder.
+ * their runs live in `$LIVEAGENT_HOME/cron.db` (store-sqlite.ts), or in PostgreSQL when a
+ * PostgreSQL URL is configured (store-postgres.ts; shared by every process of a team server).
+ * Every host can manage them (the `cron` service, the Cron tool, `liveagent cron`); only the
+ * host that calls `start()` (the server host) runs them, and of several such hosts on one
+ * database only the lease holder.
  * Settings: the top-level `cron` section (settings.ts). Docs: docs/cron.md.
  */
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { PluginContext } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
+import { configuredPostgresUrl, redactUrl } from '../../lib/database/url.js';
 import { acquireHostProcesses, releaseHostProcesses, type HostProcesses } from '../../lib/tool-shared/process-records.js';
 import { registerGatewayHandlers } from './gateway-handlers.js';
 import { Scheduler, type CronChange } from './scheduler.js';
@@ -47,7 +50,15 @@ function createService(ctx: PluginContext<CronSettings>): CronService & { close(
   const open = () =>
     (opened ??= (async () => {
       if (closing) throw new Error('the cron database is closed');
-      return new CronTasks(await openCronStore(ctx.paths.home, boot), settings);
+      // The backend is chosen once, at first use, by the same rule as the history's.
+      const pg = configuredPostgresUrl(ctx.settings.get());
+      const store = await openCronStore(ctx.paths.home, boot, pg?.url);
+      if (closing) {
+        await store.close();
+        throw new Error('the cron database is closed');
+      }
+      if (pg) ctx.logger.info(`cron: tasks are kept in PostgreSQL (${redactUrl(pg.url)}, from ${pg.from})`);
+      return new CronTasks(store, settings);
     })().catch((err) => {
       opened = undefined; // a busy or unreadable file may be fine at the next call
       throw err;
@@ -76,17 +87,17 @@ function createService(ctx: PluginContext<CronSettings>): CronService & { close(
       return (await open()).list();
     },
     async addTask(input, createdBy) {
-      const view = (await open()).add(input, createdBy);
+      const view = await (await open()).add(input, createdBy);
       changed();
       return view;
     },
     async updateTask(id, patch) {
-      const view = (await open()).update(id, patch);
+      const view = await (await open()).update(id, patch);
       changed();
       return view;
     },
     async removeTask(id) {
-      const removed = (await open()).remove(id);
+      const removed = await (await open()).remove(id);
       changed();
       return removed;
     },
@@ -106,7 +117,7 @@ function createService(ctx: PluginContext<CronSettings>): CronService & { close(
       await scheduler?.stop();
       if (records) releaseHostProcesses(records);
       const tasks = await opened?.catch(() => undefined);
-      tasks?.store.close();
+      await tasks?.store.close();
     },
   };
 }

@@ -1,5 +1,6 @@
 /**
- * The scheduler: runs in one host per home (`liveagent serve`), never in `liveagent chat`.
+ * The scheduler: runs in one host per database (`liveagent serve`: per home with the SQLite
+ * file, per team server with PostgreSQL), never in `liveagent chat`.
  *
  * Exclusivity: a lease row in the database (holder id + expiry), renewed every `leaseRenewMs`;
  * a host whose lease lapsed (crashed, frozen) is replaced by the next one to look. Every fire is
@@ -13,6 +14,9 @@
  * runs once now and records the rest missed; `skip` records them all missed. A fire while the
  * previous run still goes is recorded `skipped` (overlap `skip`). One failing task never stops
  * the others: each is checked and run on its own, its failures logged.
+ *
+ * One look at a time: a wake-up while a look is under way (the store is async) asks for another
+ * right after it, never a second one alongside.
  */
 import type { Logger, RuntimeApi } from '../../plugin-api.js';
 import type { HostProcesses } from '../../lib/tool-shared/process-records.js';
@@ -41,7 +45,9 @@ export class Scheduler {
   private stopped = false;
   private holding = false;
   private lastRenew = 0;
-  private dataVersion = -1;
+  /** The look under way, and whether another was asked for meanwhile. */
+  private looking: Promise<void> | undefined;
+  private again = false;
   private readonly abort = new AbortController();
   /** Runs in progress, by task. */
   private readonly active = new Map<string, Set<Promise<void>>>();
@@ -72,10 +78,11 @@ export class Scheduler {
     this.stopped = true;
     clearTimeout(this.timer);
     this.abort.abort();
+    await this.looking;
     await Promise.allSettled([...this.active.values()].flatMap((s) => [...s]));
     if (this.holding) {
       try {
-        this.d.tasks.store.releaseLease(this.d.holder);
+        await this.d.tasks.store.releaseLease(this.d.holder);
       } catch (err) {
         this.d.logger.warn(`could not release the scheduler lease: ${(err as Error).message}`);
       }
@@ -85,32 +92,47 @@ export class Scheduler {
 
   private wake(): void {
     if (this.stopped) return;
+    if (this.looking) {
+      this.again = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.looking = this.look().finally(() => {
+      this.looking = undefined;
+      if (this.again && !this.stopped) {
+        this.again = false;
+        this.poke();
+      }
+    });
+  }
+
+  private async look(): Promise<void> {
     const s = this.d.settings();
     let next = Date.now() + s.pollIntervalMs;
     try {
-      next = Math.min(next, this.tick(Date.now(), s));
+      next = Math.min(next, await this.tick(Date.now(), s));
     } catch (err) {
-      // The database was busy past its timeout, or closed: try again at the next poll.
+      // The database was busy past its timeout, unreachable, or closed: try again at the next poll.
       this.d.logger.warn(`cron scheduler: ${(err as Error).message}`);
     }
     if (this.stopped) return;
+    clearTimeout(this.timer);
     this.timer = setTimeout(() => this.wake(), Math.max(1, next - Date.now()));
     this.timer.unref();
   }
 
   /** One look; returns when to look next (epoch ms). */
-  private tick(now: number, s: CronSettings): number {
+  private async tick(now: number, s: CronSettings): Promise<number> {
     const store = this.d.tasks.store;
-    const version = store.dataVersion();
-    if (this.dataVersion !== -1 && version !== this.dataVersion) this.d.emit({ kind: 'tasks' });
-    this.dataVersion = version;
-    this.lease(now, s);
+    if (await store.othersChanged()) this.d.emit({ kind: 'tasks' });
+    await this.lease(now, s);
     if (!this.holding) return now + s.pollIntervalMs;
     let wakeAt = this.lastRenew + s.leaseRenewMs;
-    for (const task of store.listTasks()) {
+    for (const task of await store.listTasks()) {
       if (!task.enabled) continue;
+      if (this.stopped) break;
       try {
-        const at = this.check(task, now, s);
+        const at = await this.check(task, now, s);
         if (at !== undefined) wakeAt = Math.min(wakeAt, at);
       } catch (err) {
         this.d.logger.error(`cron task ${task.id} (${task.name}): ${(err as Error).message}`);
@@ -119,17 +141,17 @@ export class Scheduler {
     return wakeAt;
   }
 
-  private lease(now: number, s: CronSettings): void {
+  private async lease(now: number, s: CronSettings): Promise<void> {
     if (this.holding && now - this.lastRenew < s.leaseRenewMs) return;
     const store = this.d.tasks.store;
-    const r = store.takeLease(this.d.holder, now, s.leaseMs);
+    const r = await store.takeLease(this.d.holder, now, s.leaseMs);
     if (r === 'busy') {
       if (this.holding) this.d.logger.warn('cron: another host took the scheduler lease; this one stops firing tasks');
       this.holding = false;
       return;
     }
     if (r === 'acquired') {
-      const failed = store.failInterrupted(this.d.holder, now);
+      const failed = await store.failInterrupted(this.d.holder, now);
       this.d.logger.info(`cron: this host runs the scheduled tasks${failed ? ` (${failed} interrupted run${failed === 1 ? '' : 's'} recorded failed)` : ''}`);
       if (failed) this.d.emit({ kind: 'tasks' });
     }
@@ -138,7 +160,7 @@ export class Scheduler {
   }
 
   /** Handle a task's due fire times; returns its next fire time. */
-  private check(task: CronTask, now: number, s: CronSettings): number | undefined {
+  private async check(task: CronTask, now: number, s: CronSettings): Promise<number | undefined> {
     const store = this.d.tasks.store;
     let schedule;
     try {
@@ -155,7 +177,7 @@ export class Scheduler {
       const next = schedule.next(Math.max(now, task.lastCheckAt));
       // Nothing will ever fire again (a one-shot whose time was handled, or no executions left).
       if (next === undefined || exhausted) {
-        store.disableTask(task.id, now);
+        await store.disableTask(task.id, now);
         this.d.emit({ kind: 'tasks' });
         return undefined;
       }
@@ -177,7 +199,7 @@ export class Scheduler {
     }
     const executions = task.executions + (run?.status === 'running' ? 1 : 0);
     const disable = schedule.oneShot || (task.maxExecutions !== null && executions >= task.maxExecutions);
-    const claimed = store.claim({ taskId: task.id, holder: this.d.holder, now, expectLastCheckAt: task.lastCheckAt, missed, ...(run ? { run } : {}), disable, runsKept: s.runsKept });
+    const claimed = await store.claim({ taskId: task.id, holder: this.d.holder, now, expectLastCheckAt: task.lastCheckAt, missed, ...(run ? { run } : {}), disable, runsKept: s.runsKept });
     if (!claimed) return undefined; // the lease lapsed or the task changed meanwhile: the next look re-reads it
     this.d.emit({ kind: 'tasks' });
     if (claimed.runId !== undefined) this.launch(claimed.task, claimed.runId, s);
@@ -186,9 +208,9 @@ export class Scheduler {
 
   private launch(task: CronTask, runId: number, s: CronSettings): void {
     const store = this.d.tasks.store;
-    const started = store.getRun(runId);
-    if (started) this.d.emit({ kind: 'run', run: started });
     const p = (async () => {
+      const started = await store.getRun(runId).catch(() => undefined);
+      if (started) this.d.emit({ kind: 'run', run: started });
       const outcome = await executeTask(task, {
         runtime: this.d.runtime,
         settings: s,
@@ -197,15 +219,13 @@ export class Scheduler {
         signal: this.abort.signal,
         logger: this.d.logger,
         onConversation: (id) => {
-          try {
-            store.setRunConversation(runId, id);
-          } catch {
+          store.setRunConversation(runId, id).catch(() => {
             /* recorded again when the run ends */
-          }
+          });
         },
       });
       if (outcome.status === 'failed') this.d.logger.warn(`cron task ${task.id} (${task.name}) failed: ${outcome.error ?? 'unknown error'}`);
-      const run = store.finishRun(runId, {
+      const run = await store.finishRun(runId, {
         status: outcome.status,
         finishedAt: Date.now(),
         output: outcome.output,

@@ -36,8 +36,10 @@ export const CronSettingsSchema = z
     runsKept: ms(200, 1),
     /** Most tasks the database may hold. */
     maxTasks: ms(200, 1),
-    /** How long a write waits for another process holding the database lock. */
+    /** How long a write waits for another process holding the database lock (PostgreSQL: for a connection). */
     busyTimeoutMs: ms(10_000, 0),
+    /** PostgreSQL only: connections in the cron store's pool. */
+    poolMax: z.number().int().min(2).max(100).default(4),
   })
   .refine((s) => s.leaseRenewMs < s.leaseMs, { message: 'leaseRenewMs must be below leaseMs', path: ['leaseRenewMs'] })
   .prefault({});

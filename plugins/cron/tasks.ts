@@ -3,11 +3,15 @@
  * CLI (which works on the database directly, with or without a running `serve`). Input is
  * validated here, once, for every way in: a bad expression or time zone is refused with
  * croner's reason; a valid one is answered with its next fire times.
+ *
+ * The store is the SQLite file under the home, or PostgreSQL when a PostgreSQL URL is
+ * configured (lib/database/url.ts); the PostgreSQL code (and knex, pg) loads only then.
  */
 import path from 'node:path';
 import { checkTimeZone, hostTimeZone, loadCroner, parseSchedule, ScheduleError, type Schedule } from './schedule.js';
 import type { CronSettings } from './settings.js';
-import { CronStore } from './store.js';
+import type { CronStore } from './store.js';
+import { SqliteCronStore } from './store-sqlite.js';
 import { defaultName, issueText, TaskInputSchema, TaskPatchSchema, type CreatedBy, type CronRun, type CronTask } from './task-spec.js';
 
 /** A refused request; `code` is what the gateway replies with. */
@@ -31,10 +35,17 @@ export interface CronTaskView extends CronTask {
 
 export const PREVIEW_COUNT = 3;
 
-/** Open the database of a home (croner loaded too). */
-export async function openCronStore(home: string, settings: CronSettings): Promise<CronStore> {
+/**
+ * Open the cron database (croner loaded too): PostgreSQL at `postgresUrl` when one is given (see
+ * configuredPostgresUrl), else the home's SQLite file `cron.file`.
+ */
+export async function openCronStore(home: string, settings: CronSettings, postgresUrl?: string): Promise<CronStore> {
   await loadCroner();
-  return CronStore.open(path.resolve(home, settings.file), settings.busyTimeoutMs);
+  if (postgresUrl) {
+    const { PostgresCronStore } = await import('./store-postgres.js');
+    return PostgresCronStore.open(postgresUrl, { poolMax: settings.poolMax, acquireTimeoutMs: Math.max(1, settings.busyTimeoutMs) });
+  }
+  return SqliteCronStore.open(path.resolve(home, settings.file), settings.busyTimeoutMs);
 }
 
 export class CronTasks {
@@ -75,14 +86,14 @@ export class CronTasks {
     return s;
   }
 
-  add(input: unknown, createdBy: CreatedBy, now = Date.now()): CronTaskView {
+  async add(input: unknown, createdBy: CreatedBy, now = Date.now()): Promise<CronTaskView> {
     const r = TaskInputSchema.safeParse(input);
     if (!r.success) throw new CronTaskError('bad_request', issueText(r.error));
     const t = r.data;
     const s = this.checked(t.schedule, t.timezone ?? hostTimeZone(), now);
     let task: CronTask;
     try {
-      task = this.store.addTask(
+      task = await this.store.addTask(
         {
           name: t.name ?? defaultName(t.action),
           schedule: s.expr,
@@ -103,8 +114,8 @@ export class CronTasks {
     return this.view(task, undefined, now);
   }
 
-  update(idOrName: string, patch: unknown, now = Date.now()): CronTaskView {
-    const cur = this.find(idOrName);
+  async update(idOrName: string, patch: unknown, now = Date.now()): Promise<CronTaskView> {
+    const cur = await this.find(idOrName);
     const r = TaskPatchSchema.safeParse(patch);
     if (!r.success) throw new CronTaskError('bad_request', issueText(r.error));
     const p = r.data;
@@ -113,34 +124,34 @@ export class CronTasks {
       p.schedule = s.expr;
       p.timezone = s.timezone;
     }
-    const updated = this.store.updateTask(cur.id, p, now);
+    const updated = await this.store.updateTask(cur.id, p, now);
     if (!updated) throw new CronTaskError('not_found', `unknown task "${idOrName}"`);
     return this.view(updated, undefined, now);
   }
 
-  remove(idOrName: string): CronTask {
-    const cur = this.find(idOrName);
-    this.store.removeTask(cur.id);
+  async remove(idOrName: string): Promise<CronTask> {
+    const cur = await this.find(idOrName);
+    await this.store.removeTask(cur.id);
     return cur;
   }
 
-  find(idOrName: string): CronTask {
-    const t = this.store.findTask(idOrName);
+  async find(idOrName: string): Promise<CronTask> {
+    const t = await this.store.findTask(idOrName);
     if (!t) throw new CronTaskError('not_found', `unknown task "${idOrName}" (see: liveagent cron list)`);
     return t;
   }
 
-  list(now = Date.now()): CronTaskView[] {
-    const last = this.store.lastRuns();
-    return this.store.listTasks().map((t) => this.view(t, last, now));
+  async list(now = Date.now()): Promise<CronTaskView[]> {
+    const [last, tasks] = await Promise.all([this.store.lastRuns(), this.store.listTasks()]);
+    return Promise.all(tasks.map((t) => this.view(t, last, now)));
   }
 
-  runs(idOrName: string, limit = 50): { task: CronTask; runs: CronRun[] } {
-    const task = this.find(idOrName);
-    return { task, runs: this.store.runs(task.id, Math.max(1, Math.min(limit, 1000))) };
+  async runs(idOrName: string, limit = 50): Promise<{ task: CronTask; runs: CronRun[] }> {
+    const task = await this.find(idOrName);
+    return { task, runs: await this.store.runs(task.id, Math.max(1, Math.min(limit, 1000))) };
   }
 
-  view(task: CronTask, lastRuns?: Map<string, CronRun>, now = Date.now()): CronTaskView {
+  async view(task: CronTask, lastRuns?: Map<string, CronRun>, now = Date.now()): Promise<CronTaskView> {
     let next: number[] = [];
     try {
       next = this.schedule(task).nextN(PREVIEW_COUNT, Math.max(now, task.lastCheckAt));
@@ -148,7 +159,7 @@ export class CronTasks {
       /* a schedule this Node cannot read any more (time-zone data) shows no fire times */
     }
     const exhausted = task.maxExecutions !== null && task.executions >= task.maxExecutions;
-    const lastRun = lastRuns ? (lastRuns.get(task.id) ?? null) : (this.store.runs(task.id, 1)[0] ?? null);
+    const lastRun = lastRuns ? (lastRuns.get(task.id) ?? null) : ((await this.store.runs(task.id, 1))[0] ?? null);
     return { ...task, nextFireAt: task.enabled && !exhausted ? (next[0] ?? null) : null, nextFireTimes: next, lastRun };
   }
 }

@@ -13,7 +13,7 @@ import type { Survivor } from '../../lib/tool-shared/process-group.js';
 import { acquireHostProcesses, releaseHostProcesses, type HostProcesses } from '../../lib/tool-shared/process-records.js';
 import { sectionSchema, toolSettings } from '../../lib/tool-shared/settings.js';
 import { description } from './description.js';
-import { runCommand } from './run-command.js';
+import { runCommand } from '../../lib/tool-shared/run-command.js';
 
 export const BashArgsSchema = z.object({
   command: z.string().min(1).describe('The command to run with bash -c.'),

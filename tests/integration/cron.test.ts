@@ -64,10 +64,10 @@ async function add(h: string, args: string[]): Promise<string> {
   return jsonLines(r.stdout)[0]!.id as string;
 }
 
-async function until<T>(what: string, fn: () => T | undefined | false, timeoutMs = 15_000): Promise<T> {
+async function until<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
-    const v = fn();
+    const v = await fn();
     if (v) return v;
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await sleep(100);
@@ -114,11 +114,11 @@ describe('liveagent cron + serve', () => {
 
     const settings = cronSettings(CRON);
     const db = new CronTasks(await openCronStore(h, settings), () => settings);
-    const runs = (id: string): CronRun[] => db.store.runs(id, 1000).reverse();
+    const runs = async (id: string): Promise<CronRun[]> => (await db.store.runs(id, 1000)).reverse();
     try {
       const first = await serve(h);
       // The prompt reached the model and made a conversation.
-      const promptRun = await until('the prompt run', () => runs(prompt).find((r) => r.status === 'done'));
+      const promptRun = await until('the prompt run', async () => (await runs(prompt)).find((r) => r.status === 'done'));
       const sent = mock.requests.slice(before).map((r) => JSON.stringify(r.body.messages));
       expect(sent.some((m) => m.includes('cron says hello'))).toBe(true);
       expect(promptRun.output).toBe('scheduled hello');
@@ -133,27 +133,27 @@ describe('liveagent cron + serve', () => {
       expect(listed.code, listed.stderr).toBe(0);
       expect(listed.stdout).toMatch(new RegExp(`done .*conversation ${promptRun.conversationId}; scheduled hello`));
 
-      await until('the bash file', () => fs.existsSync(path.join(h, 'fired.txt')));
-      await until('an overlapping fire recorded skipped', () => runs(slow).find((r) => r.status === 'skipped'));
-      expect(runs(lateOnce).map((r) => r.status)).toEqual(['done']);
+      await until('the bash file', async () => fs.existsSync(path.join(h, 'fired.txt')));
+      await until('an overlapping fire recorded skipped', async () => (await runs(slow)).find((r) => r.status === 'skipped'));
+      expect((await runs(lateOnce)).map((r) => r.status)).toEqual(['done']);
       expect(fs.readFileSync(path.join(h, 'once.txt'), 'utf8')).toBe('caught up\n');
-      expect(runs(lateSkip).map((r) => r.status)).toEqual(['missed']);
+      expect((await runs(lateSkip)).map((r) => r.status)).toEqual(['missed']);
       expect(fs.existsSync(path.join(h, 'skip.txt'))).toBe(false);
 
       // kill -9 while `sleep 1.5` runs: that run stays `running` in the database.
-      await until('a slow run in progress', () => runs(slow).some((r) => r.status === 'running'));
+      await until('a slow run in progress', async () => (await runs(slow)).some((r) => r.status === 'running'));
       first.child.kill('SIGKILL');
       await first.exited;
-      const cut = runs(slow).filter((r) => r.status === 'running').map((r) => r.id);
+      const cut = (await runs(slow)).filter((r) => r.status === 'running').map((r) => r.id);
       expect(cut.length).toBeGreaterThan(0);
       const writes = fs.readFileSync(path.join(h, 'fired.txt'), 'utf8').split('\n').length;
 
       const restartedAt = Date.now();
       const second = await serve(h);
-      const again = await until('the writer to fire after the restart', () => runs(writer).find((r) => r.status === 'done' && (r.startedAt ?? 0) > restartedAt));
-      expect(again.holder).not.toBe(runs(writer).find((r) => r.status === 'done')!.holder);
+      const again = await until('the writer to fire after the restart', async () => (await runs(writer)).find((r) => r.status === 'done' && (r.startedAt ?? 0) > restartedAt));
+      expect(again.holder).not.toBe((await runs(writer)).find((r) => r.status === 'done')!.holder);
       expect(fs.readFileSync(path.join(h, 'fired.txt'), 'utf8').split('\n').length).toBeGreaterThan(writes);
-      for (const id of cut) expect(db.store.getRun(id)).toMatchObject({ status: 'failed', error: expect.stringMatching(/interrupted/) });
+      for (const id of cut) expect(await db.store.getRun(id)).toMatchObject({ status: 'failed', error: expect.stringMatching(/interrupted/) });
       // The one-shots and the used-up prompt task stay off; every task is still there.
       const list = jsonLines((await runCli(['cron', 'list', '--json'], { home: h })).stdout);
       expect(list.map((t) => t.id).sort()).toEqual([prompt, writer, slow, lateOnce, lateSkip].sort());
@@ -162,9 +162,9 @@ describe('liveagent cron + serve', () => {
       // A graceful stop leaves no run `running`.
       second.child.kill('SIGINT');
       expect(await second.exited).toBe(130);
-      for (const id of [prompt, writer, slow]) expect(runs(id).filter((r) => r.status === 'running')).toEqual([]);
+      for (const id of [prompt, writer, slow]) expect((await runs(id)).filter((r) => r.status === 'running')).toEqual([]);
     } finally {
-      db.store.close();
+      await db.store.close();
     }
   });
 });

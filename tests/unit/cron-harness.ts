@@ -47,7 +47,7 @@ export async function directTasks(home: string, cron: Record<string, unknown> = 
 
 export async function cleanupCron(): Promise<void> {
   for (const k of kernels.splice(0)) await k.shutdown();
-  for (const s of stores.splice(0)) s.store.close();
+  for (const s of stores.splice(0)) await s.store.close();
   for (const h of homes.splice(0)) fs.rmSync(h, { recursive: true, force: true });
 }
 

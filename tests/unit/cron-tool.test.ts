@@ -30,7 +30,7 @@ describe('the Cron tool', () => {
     expect(created.text).toMatch(/Created task t_[0-9a-f]+ "standup"\. Next fire times:/);
     expect(created.text).toMatch(/liveagent serve/); // this host does not run the scheduler
     const db = await directTasks(boot.home);
-    const [task] = db.list();
+    const [task] = await db.list();
     expect(task).toMatchObject({ name: 'standup', createdBy: 'model', timezone: 'Europe/Berlin', action: { kind: 'prompt', prompt: 'summarize yesterday', workdir: boot.home, conversationId: created.conversationId, mode: 'tools' } });
     expect(task!.nextFireTimes).toHaveLength(3);
 
@@ -45,7 +45,7 @@ describe('the Cron tool', () => {
 
     const removed = await turn({ action: 'remove', id: task!.id });
     expect(removed.text).toBe(`Removed task ${task!.id} "standup".`);
-    expect(db.list()).toEqual([]);
+    expect(await db.list()).toEqual([]);
     const unknown = await turn({ action: 'remove', id: task!.id });
     expect(unknown.block.isError).toBe(true);
   });
@@ -55,8 +55,8 @@ describe('the Cron tool', () => {
     const task = await boot.cron.addTask({ schedule: '* * * * * *', action: { kind: 'bash', command: 'true', workdir: boot.home } }, 'api');
     await new Promise((r) => setTimeout(r, 1500));
     const db = await directTasks(boot.home);
-    expect(db.store.runs(task.id)).toEqual([]);
-    expect(db.store.lease()).toBeUndefined();
+    expect(await db.store.runs(task.id)).toEqual([]);
+    expect(await db.store.lease()).toBeUndefined();
     expect(boot.cron.isScheduling()).toBe(false);
   });
 

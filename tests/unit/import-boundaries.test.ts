@@ -93,7 +93,6 @@ function allImports(file: string): string[] {
  * The helper libraries in lib/ may be imported; they import no plugin (see above).
  */
 const KNOWN_CROSS_PLUGIN = [
-  'cron -> tool-bash', // runCommand: belongs in lib/tool-shared
   'gateway -> history-sqlite', // HistoryMessage, SegmentInfo types beside the service
   'gateway -> uploads', // UploadsService type (Pick of it)
   'history-postgres -> history-sqlite', // shares rows, queries, schema, store: a library in disguise

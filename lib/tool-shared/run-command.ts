@@ -5,11 +5,11 @@
  * processes that survived SIGKILL named: nothing is claimed stopped that was not.
  */
 import type { ChildProcess } from 'node:child_process';
-import { HeadTailBuffer } from '../../lib/tool-shared/output-buffer.js';
-import { spawnShell, stopTree, treeAlive, type ProcessTree, type Survivor, type TreeStop } from '../../lib/tool-shared/process-group.js';
-import type { HostProcesses } from '../../lib/tool-shared/process-records.js';
-import { newTag, procStat } from '../../lib/tool-shared/process-scan.js';
-import type { BashSettings } from '../../lib/tool-shared/settings.js';
+import { HeadTailBuffer } from './output-buffer.js';
+import { spawnShell, stopTree, treeAlive, type ProcessTree, type Survivor, type TreeStop } from './process-group.js';
+import type { HostProcesses } from './process-records.js';
+import { newTag, procStat } from './process-scan.js';
+import type { BashSettings } from './settings.js';
 
 export interface CommandOptions {
   cwd: string;
