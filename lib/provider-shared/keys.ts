@@ -28,3 +28,19 @@ export function lazyModule<T>(load: () => Promise<T>): () => Promise<T> {
       throw err;
     }));
 }
+
+/**
+ * `resolve(settings)` remembered while the settings snapshot (frozen, replaced on every change)
+ * and the environment variables it reads are the same: a provider resolves its configuration
+ * at every request, and a tool loop makes hundreds of requests on one snapshot.
+ */
+export function memoBySettings<R>(resolve: (settings: Settings) => R, envNames: (settings: Settings) => readonly string[], source: NodeJS.ProcessEnv = process.env): (settings: Settings) => R {
+  let last: { settings: Settings; env: (string | undefined)[]; result: R } | undefined;
+  return (settings) => {
+    const names = envNames(settings);
+    if (last && last.settings === settings && names.length === last.env.length && names.every((n, i) => source[n] === last!.env[i])) return last.result;
+    const result = resolve(settings);
+    last = { settings, env: names.map((n) => source[n]), result };
+    return result;
+  };
+}

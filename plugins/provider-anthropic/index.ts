@@ -18,6 +18,7 @@
  */
 import type { Disposable, Plugin, PluginContext, Provider, Settings } from '../../plugin-api.js';
 import { definePlugin } from '../../core/define-plugin.js';
+import { memoBySettings } from '../../lib/provider-shared/keys.js';
 import { retryMaxDelayFrom } from '../../lib/provider-shared/retry-hints.js';
 import { CLAUDE_MODELS, DEFAULT_MODEL } from './models.js';
 import { createAnthropicProvider } from './provider.js';
@@ -25,6 +26,7 @@ import {
   CLAUDE_CODE_ID,
   ClaudeCodeSettingsSchema,
   parseCustomProvider,
+  claudeCodeEnvNames,
   resolveClaudeCodeConfig,
   resolveCustomConfig,
   unknownKeys,
@@ -80,13 +82,14 @@ export function createAnthropicPlugin(): Plugin {
   return definePlugin({
     name: PLUGIN_NAME,
     apply(ctx) {
+      const mainConfig = memoBySettings(resolveClaudeCodeConfig, claudeCodeEnvNames);
       const main = createAnthropicProvider({
         id: CLAUDE_CODE_ID,
         aliases: ['anthropic'],
         displayName: 'Claude',
         defaultModel: DEFAULT_MODEL,
         models: CLAUDE_MODELS,
-        config: (settings) => resolveClaudeCodeConfig(settings ?? ctx.settings.get()),
+        config: (settings) => mainConfig(settings ?? ctx.settings.get()),
         logger: ctx.logger,
         retryMaxDelayMs: retryCap(ctx),
       });

@@ -14,7 +14,13 @@ import { isUrl, parseOnce } from '../../lib/provider-shared/parse-once.js';
 export const CLAUDE_CODE_ID = 'claude_code';
 export const DEFAULT_BASE_URL = 'https://api.anthropic.com';
 export const DEFAULT_MAX_PAUSE_CONTINUATIONS = 5;
-const ENV = { key: 'ANTHROPIC_API_KEY', baseUrl: 'ANTHROPIC_BASE_URL' } as const;
+export const ENV = { key: 'ANTHROPIC_API_KEY', baseUrl: 'ANTHROPIC_BASE_URL' } as const;
+
+/** The environment variables `resolveClaudeCodeConfig` reads for these settings. */
+export function claudeCodeEnvNames(settings: Settings): string[] {
+  const keyEnv = settings.providers?.[CLAUDE_CODE_ID]?.apiKeyEnv;
+  return typeof keyEnv === 'string' && keyEnv ? [ENV.key, ENV.baseUrl, keyEnv] : [ENV.key, ENV.baseUrl];
+}
 
 const WebSearchSchema = z.union([z.boolean(), z.object({ maxUses: z.number().int().min(1).optional() }).strict()]);
 
