@@ -68,7 +68,7 @@ export async function benchToolLoop(server: Awaited<ReturnType<typeof startBench
     if (got !== rounds + 1) throw new Error(`raw loop ran ${got} rounds`);
   };
   try {
-    const { rawMs, pipelineMs } = await compareCpu(raw, pipeline, repeats);
+    const { rawMs, pipelineMs, ratio } = await compareCpu(raw, pipeline, repeats);
     // Retained heap over two loops each, after one more warm-up loop: what stays behind after a
     // loop, not what the first loops in the process leave (JIT code, caches, SQLite pages).
     const retained = async (loop: () => Promise<void>) => {
@@ -80,7 +80,7 @@ export async function benchToolLoop(server: Awaited<ReturnType<typeof startBench
     };
     const rawRetained = await retained(raw);
     const pipelineRetained = await retained(pipeline);
-    return { rounds, rawMs, pipelineMs, ratio: pipelineMs / rawMs, retainedPerRoundBytes: (pipelineRetained - rawRetained) / rounds };
+    return { rounds, rawMs, pipelineMs, ratio, retainedPerRoundBytes: (pipelineRetained - rawRetained) / rounds };
   } finally {
     await server.setLoop(0);
     await kernel.shutdown();
