@@ -305,9 +305,10 @@ export interface Plugin<Config = unknown> {
 /**
  * Members of this contract that may change in any release; a plugin names those it uses in
  * {@link Plugin.experimental}. `wire_request`: the {@link ProviderEvent} carrying the provider's
- * HTTP body, for observers such as the debug log.
+ * HTTP body, for observers such as the debug log. `shared_settings`: {@link SettingsStore.share},
+ * settings kept centrally for several processes (plugins/team-settings).
  */
-export type ExperimentalFeature = 'wire_request';
+export type ExperimentalFeature = 'wire_request' | 'shared_settings';
 
 /**
  * Types a plugin (`Config` from its `settingsSchema`, so `ctx.config` needs no cast) and checks
@@ -339,16 +340,32 @@ export declare function escapeAttribute(value: string): string;
  */
 export declare function neutralizeClosingTag(text: string, tag: string): string;
 
+/**
+ * `base` with a settings save's changes applied, as every save merges them (a copy; `base` is
+ * untouched): `value` set at `path` (parents made objects as needed), a key removed when `value`
+ * is absent, an object ensured with `object`. A {@link SharedSettingsBackend} applies a save's
+ * ops to its stored document with this.
+ */
+export declare function applySettingsPatch(base: Record<string, unknown>, ops: readonly SettingsPatchOp[]): Record<string, unknown>;
+
 /** What a plugin module may default-export. */
 export type PluginModule = Plugin | ((options?: JsonObject) => Plugin | Promise<Plugin>);
 
 /**
- * Services by key, for `ctx.provide` and `ctx.service`. Empty here: the plugin that owns a
- * service declares it by merging, and every plugin compiled with that declaration gets the type
- * without importing the owner's files:
+ * Services by key, for `ctx.provide` and `ctx.service`. The plugin that owns a service declares
+ * it by merging, and every plugin compiled with that declaration gets the type without importing
+ * the owner's files:
  * `declare module 'liveagent/plugin-api' { interface ServiceMap { weather: WeatherService } }`.
+ * The services several plugins implement (or a third party could) are declared here.
  */
-export interface ServiceMap {}
+export interface ServiceMap {
+  /** Stored conversations: provided by one history backend (history-sqlite, history-postgres, or any plugin). */
+  history: HistoryService;
+  /** Files users attach, staged for messages: provided by the uploads plugin. */
+  uploads: UploadsService;
+  /** WebSocket and `/api/*` access for the WebUI and remote clients: provided by the gateway plugin (hosts that serve one). */
+  gateway: GatewayService;
+}
 
 /**
  * Payloads of the events plugins emit ({@link ToolContext.emit}), by name. The kernel's own are
@@ -452,6 +469,57 @@ export interface SettingsStore {
    * version still loads. Each new warning is also logged once.
    */
   warnings(): Array<{ path: string; message: string; suggestion?: string }>;
+  /**
+   * @experimental (`shared_settings`) Keep the settings in `backend` (one document every process
+   * of a team shares) instead of the file, except the keys a process needs before the backend is
+   * reachable, which stay in the local file: `history` (it holds the database URL), `team`,
+   * `plugins`, `pluginSettings` and `$schema`. From then on `get()` is the shared document with
+   * those local keys from the file laid over it; a save sends the local keys' changes to the
+   * file and the rest to `backend.save`, and the merged result is validated as ever (every
+   * plugin section, write schemas) before anything is written; a change another process saved
+   * (`backend.watch`) reaches `onChange`. A backend with no document yet is seeded with the file's
+   * other keys. While the backend fails, `get()` keeps the last good settings and a save that
+   * changes a shared key rejects with a ConfigError (nothing is written). `ready` settles (never
+   * rejects) once the first load was tried; disposing goes back to the file alone. One backend at
+   * a time: a second `share` throws. A plugin must list `shared_settings` in
+   * {@link Plugin.experimental} to call it.
+   */
+  share(backend: SharedSettingsBackend): Disposable & { readonly ready: Promise<void> };
+}
+
+/**
+ * One change of a settings save: set `path` to `value`, remove it (`value` undefined), or with
+ * `object` make sure an object is there (keeping one that is). A save is a list of these, the
+ * difference between the settings the caller started from and the ones it wants.
+ */
+export interface SettingsPatchOp {
+  /** Keys from the top of the settings down. */
+  path: string[];
+  /** The new value (JSON); absent (and no `object`): remove the key. */
+  value?: unknown;
+  /** Make sure an object is at `path`, keeping the one there. */
+  object?: true;
+}
+
+/**
+ * @experimental (`shared_settings`) Where a team's shared settings live, for
+ * {@link SettingsStore.share}: one JSON document, changed by patches so concurrent saves from
+ * several processes all keep their keys.
+ */
+export interface SharedSettingsBackend {
+  /** For logs and errors (`team-settings`). */
+  readonly name: string;
+  /** The document as stored now; undefined (or `{}`) when none was saved yet. Rejects when unreachable. */
+  load(): Promise<Record<string, unknown> | undefined>;
+  /**
+   * Apply `ops` to the document as it is stored now, atomically with respect to every other
+   * process's save, and resolve to the new document. Contract: `check` is called with that new
+   * document before it is stored; when it throws, nothing is stored and `save` rejects with what
+   * it threw. Rejects when unreachable.
+   */
+  save(ops: SettingsPatchOp[], check: (doc: Record<string, unknown>) => void): Promise<Record<string, unknown>>;
+  /** Call `listener` with the new document whenever another process (or this one) saved one, newest last. */
+  watch(listener: (doc: Record<string, unknown>) => void): Disposable;
 }
 
 /** The settings shape. Sections the kernel knows are typed; plugin sections are open. */
@@ -1406,6 +1474,388 @@ export declare class MessageFold {
 }
 
 // ────────────────────────────────────────────────────────────────────────────────────────────
+// Shared services: what several plugins implement or use (see ServiceMap)
+// ────────────────────────────────────────────────────────────────────────────────────────────
+
+/** Options of {@link HistoryService.listConversations}. */
+export interface ListConversationsOptions {
+  /**
+   * Words, each matched case-insensitively as a substring of the title or of the text of user and
+   * assistant messages (full-text index); every word must match. Any text is accepted (quotes,
+   * `*`, operators are plain characters).
+   */
+  search?: string;
+  /** At most this many conversations (1-500, default 50). */
+  limit?: number;
+  /** Skip this many (default 0). */
+  offset?: number;
+}
+
+/** One row of the conversation list, most recently updated first. */
+export interface ConversationSummary {
+  /** The conversation id. */
+  id: string;
+  /** Null until something names the conversation (the user, or the title plugin). */
+  title: string | null;
+  /** Epoch milliseconds. */
+  createdAt: number;
+  /** Epoch milliseconds of the last stored message, round or turn end. */
+  updatedAt: number;
+  /** Provider of the latest run. */
+  provider: string | null;
+  /** Model of the latest run. */
+  model: string | null;
+  /** Stored messages in every segment, partial ones included. */
+  messageCount: number;
+  /** `meta.pinned` is true: listed before every unpinned conversation. */
+  pinned?: boolean;
+  /** With `search`: the text around the match in the newest matching message (absent when only the title matched). */
+  snippet?: string;
+}
+
+/** A history segment. Compaction starts a new one; the active one is what the next request carries. */
+export interface SegmentInfo {
+  /** The segment id. */
+  id: string;
+  /** The segment this one continues; null for the first. */
+  parentSegmentId: string | null;
+  /** Summary of everything before this segment (compaction checkpoint); null for the first segment. */
+  summary: string | null;
+  /** The compaction checkpoint that opened this segment; null for the first one and for summary-only segments. */
+  checkpoint: Checkpoint | null;
+  /** Epoch milliseconds. */
+  createdAt: number;
+}
+
+/** A stored message, with where it sits and whether it finished streaming. */
+export interface HistoryMessage extends Message {
+  /** `partial` while streaming, or when the run stopped (or the process died) before the round committed. */
+  status: 'partial' | 'complete';
+  /** The segment it belongs to. */
+  segmentId: string;
+  /** Position in the conversation (1-based, rising, shared by every segment). */
+  ordinal: number;
+  /** Epoch milliseconds of its last write. */
+  updatedAt: number;
+}
+
+/** A conversation with its messages, as a reconnecting client or the CLI needs it. */
+export interface ConversationDetail extends ConversationSummary {
+  /** The last event sequence number persisted for this conversation. */
+  lastSeq: number;
+  /** Execution mode of the latest run. */
+  mode: ExecutionMode | null;
+  /** Working directory of the latest run. */
+  workdir: string | null;
+  /** Free-form metadata owned by plugins (see {@link HistoryService.setConversationMeta}). */
+  meta: JsonObject;
+  /** The segment the next request carries. */
+  activeSegmentId: string;
+  /** Oldest first. */
+  segments: SegmentInfo[];
+  /** Every segment's messages, oldest first (with `limit`, only the newest page of them). */
+  messages: HistoryMessage[];
+  /** True when older messages exist than the first one returned (load them with `before`). */
+  hasMore: boolean;
+}
+
+/** A page of a long conversation: the newest `limit` messages, or those before an ordinal. */
+export interface ConversationPage {
+  /** At most this many messages (1-1000); default: all of them. */
+  limit?: number;
+  /** Only messages with an ordinal below this one (the first ordinal of the page already shown). */
+  before?: number;
+}
+
+/** Token usage of one model round, as stored. */
+export interface UsageRecord {
+  /** The conversation of the round. */
+  conversationId: string;
+  /** The assistant message of the round; null once that message was truncated away. */
+  messageId: string | null;
+  /** The run of the round. */
+  runId: string;
+  /** The round's number within its run. */
+  round: number;
+  /** Provider id. */
+  provider: string;
+  /** Model id. */
+  model: string;
+  /** Input tokens (cache reads and writes not included). */
+  inputTokens: number;
+  /** Output tokens, reasoning included. */
+  outputTokens: number;
+  /** Input tokens read from the prompt cache. */
+  cacheReadTokens: number;
+  /** Input tokens written to the prompt cache. */
+  cacheWriteTokens: number;
+  /** Reasoning tokens (part of outputTokens). */
+  reasoningTokens: number;
+  /** USD at the model's prices when the round ran; absent when the model had none. */
+  costUsd?: number;
+  /** Epoch milliseconds. */
+  createdAt: number;
+}
+
+/** Options of {@link HistoryService.startSegment}. */
+export interface StartSegmentOptions {
+  /** Summary of everything the new segment no longer carries. */
+  summary: string;
+  /** Move this message and every later one into the new segment (the part compaction keeps verbatim). */
+  carryFromMessageId?: string;
+}
+
+/** A stored conversation changed in a way lists show (its title). */
+export interface ConversationChange {
+  /** The conversation that changed. */
+  conversationId: string;
+  /** What changed. */
+  kind: 'title';
+  /** The new title. */
+  title: string;
+  /** `user`: a rename; `auto`: a generated title ({@link HistoryService.setTitle}). */
+  titleSource: 'user' | 'auto';
+}
+
+/**
+ * The `history` service: browse and manage stored conversations (hosts, the gateway, the title
+ * and compaction plugins use it). Every method is async, whatever the backend. Contract: bad
+ * arguments are refused with a UsageError whose message names the method and the field.
+ */
+export interface HistoryService {
+  /** Conversations, pinned ones first, then most recently updated first. */
+  listConversations(options?: ListConversationsOptions): Promise<ConversationSummary[]>;
+  /**
+   * A conversation with its meta, segments and messages; undefined when unknown. With `page`,
+   * only the newest `limit` messages (before `before`), read through the index: the cost follows
+   * the page, not the conversation.
+   */
+  getConversation(id: string, page?: ConversationPage): Promise<ConversationDetail | undefined>;
+  /** Set the title (trimmed, 1-200 characters), as the user's: no generated title replaces it. False when the conversation is unknown. */
+  renameConversation(id: string, title: string): Promise<boolean>;
+  /**
+   * Store a generated title (trimmed, 1-200 characters) unless the user named the conversation
+   * (a rename, or any title stored before titles had a source). True when it was stored.
+   */
+  setTitle(id: string, title: string): Promise<boolean>;
+  /**
+   * Be told of every title stored in this process (a rename or a generated title), after it is
+   * written. Resolves once listening (the database is open); dispose to stop.
+   */
+  watchConversations(listener: (change: ConversationChange) => void): Promise<Disposable>;
+  /**
+   * Delete a conversation with its segments, messages and usage. A run in progress on it is
+   * stopped first. False when the conversation is unknown. Hosts and plugins delete through
+   * {@link RuntimeApi.deleteConversation}, which tells every plugin.
+   */
+  deleteConversation(id: string): Promise<boolean>;
+  /** Whether the store holds the conversation. */
+  conversationExists(id: string): Promise<boolean>;
+  /**
+   * Merge `patch` into the conversation's meta (JSON merge patch: a `null` value removes the
+   * key). Returns the new meta, or undefined when the conversation is unknown.
+   */
+  setConversationMeta(id: string, patch: JsonObject): Promise<JsonObject | undefined>;
+  /** Usage rows of a conversation, oldest first. */
+  getUsage(id: string): Promise<UsageRecord[]>;
+  /**
+   * Start a new active segment (a compaction checkpoint) whose parent is the current one.
+   * Returns the new segment id, or undefined when the conversation is unknown.
+   */
+  startSegment(id: string, options: StartSegmentOptions): Promise<string | undefined>;
+}
+
+/** A staged upload, as the store keeps it. */
+export interface UploadRecord {
+  /** The upload's id (its folder's name). */
+  uploadId: string;
+  /** The name the client gave (metadata only). */
+  name: string;
+  /** The stored file's name inside its folder. */
+  storedName: string;
+  /** Absolute path of the stored file. */
+  path: string;
+  /** Bytes. */
+  size: number;
+  /** The detected media type. */
+  mediaType: string;
+  /** SHA-256 of the bytes (hex): the same bytes staged twice are one upload. */
+  sha256: string;
+  /** Valid UTF-8 without NUL bytes. */
+  text: boolean;
+  /** Epoch milliseconds when it was staged. */
+  createdAt: number;
+  /** Epoch milliseconds of its last use (staged again or attached): retention counts from it. */
+  lastUsedAt: number;
+}
+
+/** Options of {@link UploadsService.stage}. */
+export interface UploadStageOptions {
+  /** The client's file name (sanitized for storage, kept as metadata). */
+  name?: string;
+  /** Refuse past this many bytes (default: the store's). */
+  maxBytes?: number;
+  /** A size announced up front (Content-Length): over the limit, refused before reading. */
+  declaredSize?: number;
+}
+
+/** What staging a file gave. */
+export interface UploadStageResult {
+  /** The stored upload. */
+  record: UploadRecord;
+  /** The bytes were stored already: this is that upload. */
+  deduped: boolean;
+}
+
+/** The `uploads` settings section in force, defaults filled in (docs/settings.md). */
+export interface UploadsSettings {
+  /** Uploads older than this many days are removed at start-up. */
+  retentionDays: number;
+  /** The largest file one upload may be (bytes). */
+  maxBytes: number;
+  /** The most bytes of attachments one message may carry together. */
+  maxMessageBytes: number;
+  /** User images keep their bytes in requests for this many of the latest user turns. */
+  imageWindowTurns: number;
+  /** Images returned by tools keep their bytes for this many of the latest user turns. */
+  toolImageWindowTurns: number;
+  /** Text files up to this many bytes are put in the request whole. */
+  inlineTextBytes: number;
+}
+
+/** What the start-up garbage collection of uploads removed. */
+export interface UploadsCollectResult {
+  /** Ids of the removed uploads. */
+  removed: string[];
+}
+
+/**
+ * The `uploads` service: how the gateway, the CLI and the desktop host stage files and turn them
+ * into attachment blocks. Contract: a refusal throws an error whose `code` is `too_large`,
+ * `not_found` or `bad_request` and whose message says what is wrong.
+ */
+export interface UploadsService {
+  /** Stream bytes into the store (an HTTP body, a file); refuses past `uploads.maxBytes` and removes the partial file. */
+  stage(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, opts?: UploadStageOptions): Promise<UploadStageResult>;
+  /** Stage a file from disk (the CLI's `--attach`). */
+  stageFile(file: string, name?: string): Promise<UploadStageResult>;
+  /** Stage bytes held in memory (the gateway's inline attachments). */
+  stageBytes(bytes: Uint8Array, name: string): Promise<UploadStageResult>;
+  /** The stored upload, or undefined when the id is unknown (or its file is gone). */
+  get(uploadId: string): UploadRecord | undefined;
+  /** The attachment block for a stored upload; throws (code `not_found`) naming the id. */
+  block(uploadId: string): AttachmentBlock;
+  /**
+   * Check a message's attachments before it is sent: uploads are for the tools modes only
+   * (`bad_request` in text mode) and together at most `uploads.maxMessageBytes` (`too_large`).
+   * `mode` is the run's, when given; else the default mode from settings.
+   */
+  checkMessage(blocks: AttachmentBlock[], mode?: ExecutionMode): void;
+  /** The section in force, defaults filled in. */
+  settings(): UploadsSettings;
+  /** Start-up garbage collection (removals of uploads past `uploads.retentionDays`), once it is done. */
+  collected(): Promise<UploadsCollectResult>;
+}
+
+/**
+ * A gateway protocol message (docs/gateway-protocol.md), either way: `type` and its fields. The
+ * wire schemas (zod) and exact types are lib/gateway-protocol/protocol.ts in the source tree; a
+ * plugin's own message types (`<namespace>.<name>`) are validated by the plugin that answers them.
+ */
+export interface GatewayMessage {
+  /** The message type: a built-in one (`chat_queue`, `queue`, `reply`, ...) or a plugin's `<namespace>.<name>`. */
+  type: string;
+  /** A request's id, echoed by its `reply`. */
+  id?: string;
+  /** The type's fields. */
+  [field: string]: unknown;
+}
+
+/**
+ * One `chat_queue` item (docs/gateway-protocol.md, "chat_queue"): everything that starts, stops
+ * or steers a run. `action` says which; the other fields are the action's (`conversationId`, or
+ * `conversation_id` for `tool_answer` and `tool_approval`).
+ */
+export interface GatewayQueueItem {
+  /** `send`, `stop`, `edit_resend`, `regenerate`, `tool_answer`, `tool_approval`, `queue_*`, `compact_now`. */
+  action: string;
+  /** The action's fields. */
+  [field: string]: unknown;
+}
+
+/** Answers one HTTP request of a route ({@link GatewayService.registerHttpRoute}). A throw becomes a JSON 500. */
+export type GatewayHttpHandler = (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse, url: URL) => void | Promise<void>;
+
+/**
+ * The `gateway` service, for plugins: answer messages and HTTP routes of their own, notify every
+ * client, and route a conversation's work between several processes behind one address. What
+ * hosts use to serve it (attach to a server, in-process clients) is the gateway plugin's own.
+ */
+export interface GatewayService {
+  /**
+   * Answer client messages of a plugin's own type (`cron.list`): namespaced (`<ns>.<name>`) and
+   * never a built-in type. The handler gets the message as sent (it validates it; `id` is
+   * checked already) and runs in the client's order like every message; its result is the
+   * reply's `data`, a throw the reply's error (with the error's `code` when it is a string,
+   * e.g. `bad_request`, `not_found`). Dispose to withdraw.
+   */
+  registerHandler(type: string, handler: (message: GatewayMessage) => unknown): Disposable;
+  /** Send `{ type: 'extension', name, data }` to every connected client (a plugin's change notices). */
+  broadcast(name: string, data: unknown): void;
+  /**
+   * Answer HTTP requests for `method` (`GET` also answers `HEAD`) at `pathPrefix` (under `/api/`)
+   * and below it, e.g. `POST /api/uploads`, `GET /api/uploads/<id>`. The gateway checks Host,
+   * Origin and the `Authorization: Bearer <token>` header first (401/403 as JSON
+   * `{ error: { code, message } }`) and only then calls the handler. Dispose to withdraw.
+   */
+  registerHttpRoute(method: string, pathPrefix: string, handler: GatewayHttpHandler): Disposable;
+  /**
+   * Several processes behind one address (plugins/team-fanout): `remote` routes chat_queue items
+   * to the process owning their conversation and replays from a shared event log. One at a time
+   * (a second throws); dispose to withdraw.
+   */
+  setRemote(remote: GatewayRemote): Disposable;
+  /** A lifecycle event another process produced: folded and fanned out as if the runtime had emitted it. */
+  publishRemote(event: LifecycleEvent): void;
+  /**
+   * Handle a chat_queue item forwarded from another process (validated like a client's):
+   * resolves to the reply's data, rejects with the reply's error (`code`).
+   */
+  handleForwarded(item: GatewayQueueItem): Promise<unknown>;
+  /**
+   * A conversation notice (`queue`, a queued item's failed `reply`) another process sent its
+   * subscribers ({@link GatewayRemote.notified}): to this process's subscribers, as it is.
+   */
+  notifyRemote(conversationId: string, message: GatewayMessage): void;
+}
+
+/**
+ * What routes a gateway's conversations between processes ({@link GatewayService.setRemote});
+ * plugins/team-fanout implements it on PostgreSQL.
+ */
+export interface GatewayRemote {
+  /** Undefined: handle `item` here. Else the owner's reply data (a throw is the reply's error). */
+  route(item: GatewayQueueItem): Promise<{ data: unknown } | undefined>;
+  /** Before a snapshot: fold in what other processes logged for the conversation. */
+  catchUp(conversationId: string): Promise<void>;
+  /**
+   * The conversation's events after `lastSeq`, handed to `deliver` synchronously with the fan-out
+   * (no event of the conversation is published between the two). False: the log no longer reaches
+   * back to `lastSeq` (deliver not called).
+   */
+  replay(conversationId: string, lastSeq: number, deliver: (events: LifecycleEvent[]) => void): Promise<boolean>;
+  /** A run of the conversation is in progress on another process (the list's and snapshot's `running`). */
+  running?(conversationId: string): boolean;
+  /**
+   * The queue of the process owning the conversation (the `items` of its `queue` message, as that
+   * process's gateway listed them); undefined when that is this one (or none).
+   */
+  queue?(conversationId: string): Promise<Array<{ [field: string]: unknown }> | undefined>;
+  /** A notice this process sent the conversation's subscribers: for the other processes' ones ({@link GatewayService.notifyRemote}). */
+  notified?(conversationId: string, message: GatewayMessage): void;
+}
+
+// ────────────────────────────────────────────────────────────────────────────────────────────
 // Errors
 // ────────────────────────────────────────────────────────────────────────────────────────────
 
@@ -1456,9 +1906,16 @@ export declare class ToolError extends RuntimeError {
   constructor(message: string, opts?: { plugin?: string; details?: JsonObject; cause?: unknown });
 }
 
-/** The run was stopped (code `cancelled`). */
+/**
+ * The run was stopped (code `cancelled`); a stopped run's signal (`ToolContext.signal`,
+ * `RequestContext.signal`) has one as its `reason`. `details.reason` names a cause the contract
+ * documents. Contract: a run stopped because its conversation is deleted or forgotten
+ * ({@link RuntimeApi.deleteConversation}, {@link RuntimeApi.forgetConversation}) aborts with
+ * `details.reason` `'conversation_deleted'` (before any plugin hears of the delete); other stops
+ * (the user, a shutdown, {@link RunHandle.abort}) carry no `details.reason`.
+ */
 export declare class CancelledError extends RuntimeError {
-  constructor(message?: string);
+  constructor(message?: string, details?: JsonObject);
 }
 
 /** The caller asked for something that does not exist: an unknown provider, mode or conversation (code `usage`). */

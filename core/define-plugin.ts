@@ -1,13 +1,14 @@
 /**
  * The runtime half of `liveagent/plugin-api`: the typing helpers (`definePlugin`, `defineTool`),
  * the `experimental` opt-in, the documented hook stages, two helpers for wrapping untrusted text
- * in the tags a model reads, the error classes, and the message-delta fold. A third-party plugin may use none of it.
+ * in the tags a model reads, the error classes, the message-delta fold and the settings patch rule. A third-party plugin may use none of it.
  */
 import type { LifecycleEvent, Plugin, PluginEvents, ToolDefinition } from '../plugin-api.js';
 import { experimentalOf } from './experimental.js';
 
 export { CancelledError, ConfigError, DependencyError, PluginError, ProviderError, RuntimeError, ToolError, UsageError } from './errors.js';
 export { MessageFold } from './message-fold.js';
+export { applySettingsPatch } from './settings-patch.js';
 
 /**
  * Types the plugin and checks its `experimental` opt-in at once (the kernel checks it again and

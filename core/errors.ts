@@ -75,8 +75,9 @@ export class ToolError extends RuntimeError {
 /** The run was stopped. */
 export class CancelledError extends RuntimeError {
   override name = 'CancelledError';
-  constructor(message = 'The run was stopped') {
-    super('cancelled', message);
+  /** `details.reason` says why, when the contract names it (`conversation_deleted`). */
+  constructor(message = 'The run was stopped', details?: JsonObject) {
+    super('cancelled', message, details ? { details } : {});
   }
 }
 

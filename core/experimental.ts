@@ -2,7 +2,7 @@
 import type { ExperimentalFeature, Plugin } from '../plugin-api.js';
 import { ConfigError } from './errors.js';
 
-const EXPERIMENTAL = new Set<string>(['wire_request'] satisfies ExperimentalFeature[]);
+const EXPERIMENTAL = new Set<string>(['wire_request', 'shared_settings'] satisfies ExperimentalFeature[]);
 
 /** The plugin's `experimental` opt-in, checked: a name that is no feature fails the plugin. */
 export function experimentalOf(plugin: Pick<Plugin, 'name' | 'experimental'>): ReadonlySet<ExperimentalFeature> {

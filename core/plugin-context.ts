@@ -133,11 +133,27 @@ function makeContext(plugin: Plugin, slot: PluginSlot, d: ContextDeps): PluginCo
     logger: d.log(name),
     reportFailure: (message, details) => d.reportFailure(new PluginError(name, `plugin "${name}": ${message}`, details ? { details } : {}).toInfo()),
     config,
-    settings: kernelSide(d.settings as SettingsStore),
+    settings: settingsFor(plugin, d.settings, track),
     subscriptions: subs,
     paths: d.paths,
     runtime: kernelSide(d.runtime as RuntimeApi),
   } satisfies PluginContext);
+}
+
+/**
+ * `ctx.settings`: the store as kernel work, with `share` (experimental) only for a plugin that
+ * opted into `shared_settings`, and tracked, so unloading that plugin ends the sharing.
+ */
+function settingsFor(plugin: Plugin, store: FileSettingsStore, track: (register: () => Disposable) => Disposable): SettingsStore {
+  const view = kernelSide(store as SettingsStore);
+  const allowed = experimentalOf(plugin).has('shared_settings');
+  const share: SettingsStore['share'] = (backend) => {
+    if (!allowed) throw new ConfigError(`plugin "${plugin.name}": settings.share is experimental: list 'shared_settings' in the plugin's experimental`, { plugin: plugin.name });
+    let handle!: ReturnType<SettingsStore['share']>;
+    track(() => (handle = view.share(backend)));
+    return handle;
+  };
+  return new Proxy(view, { get: (t, key) => (key === 'share' ? share : Reflect.get(t, key, t)) });
 }
 
 const kernelSideCache = new WeakMap<object, object>();

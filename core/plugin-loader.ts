@@ -5,7 +5,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { register } from 'node:module';
 import { z } from 'zod';
 import type { Plugin, PluginModule, RuntimeErrorInfo } from '../plugin-api.js';
 import { DependencyError, PluginError } from './errors.js';
@@ -63,6 +64,32 @@ function entryOf(dir: string): string {
   return path.resolve(dir, entry);
 }
 
+let resolverRegistered = false;
+
+/**
+ * Before the first third-party plugin is imported: `liveagent/plugin-api` resolves to this
+ * package's built runtime half (dist/core/define-plugin.js) for every plugin (see
+ * plugin-api-resolve.ts). Found from the package root, so the bundled CLI finds it too; without
+ * a build (tests running the sources) nothing is registered and a plugin needs only types.
+ */
+function registerPluginApiResolver(): void {
+  if (resolverRegistered) return;
+  resolverRegistered = true;
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6; i++, dir = path.dirname(dir)) {
+    const pkg = path.join(dir, 'package.json');
+    try {
+      if ((JSON.parse(fs.readFileSync(pkg, 'utf8')) as { name?: string }).name !== 'liveagent') continue;
+    } catch {
+      continue;
+    }
+    const runtime = path.join(dir, 'dist', 'core', 'define-plugin.js');
+    const hook = path.join(dir, 'dist', 'core', 'plugin-api-resolve.js');
+    if (fs.existsSync(runtime) && fs.existsSync(hook)) register(pathToFileURL(hook).href, { data: { url: pathToFileURL(runtime).href } });
+    return;
+  }
+}
+
 export interface DiscoveredPlugin {
   origin: string;
   load(): Promise<PluginModule>;
@@ -82,7 +109,10 @@ export function discoverThirdParty(pluginsDir: string, home: string, npmNames: s
     if (!fs.existsSync(path.join(dir, 'package.json'))) continue;
     found.push({
       origin: `${dir}`,
-      load: async () => (await import(pathToFileURL(entryOf(dir)).href)).default as PluginModule,
+      load: async () => {
+        registerPluginApiResolver();
+        return (await import(pathToFileURL(entryOf(dir)).href)).default as PluginModule;
+      },
     });
   }
   for (const name of npmNames) {
@@ -93,6 +123,7 @@ export function discoverThirdParty(pluginsDir: string, home: string, npmNames: s
         // wherever the runtime itself resolves packages from.
         const dir = path.join(home, 'node_modules', ...name.split('/'));
         const specifier = fs.existsSync(path.join(dir, 'package.json')) ? pathToFileURL(entryOf(dir)).href : name;
+        registerPluginApiResolver();
         return (await import(specifier)).default as PluginModule;
       },
     });

@@ -8,6 +8,7 @@ import type {
   ContentBlock,
   EditedFile,
   ExecutionMode,
+  JsonObject,
   LifecycleEvent,
   Logger,
   Message,
@@ -105,10 +106,11 @@ export class Run implements RunHandle {
     return { runId: this.runId, mode: this.opts.mode, provider: this.opts.provider.id, model: this.opts.model, workdir: this.opts.workdir };
   }
 
-  abort(reason = 'stopped'): void {
+  /** `details` go on the signal's CancelledError (the runtime's documented stop causes, e.g. `{ reason: 'conversation_deleted' }`). */
+  abort(reason = 'stopped', details?: JsonObject): void {
     if (this.controller.signal.aborted) return;
     this.stopCause = reason;
-    this.controller.abort(new CancelledError(`The run was stopped (${reason})`));
+    this.controller.abort(new CancelledError(`The run was stopped (${reason})`, details));
   }
 
   /** Why the run was aborted (`stopped` by a user, `shutdown` of the host, ...). */

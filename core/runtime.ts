@@ -154,7 +154,7 @@ export class Runtime implements RuntimeApi {
     if (!session) return;
     const run = session.activeRun;
     if (run) {
-      run.abort('conversation deleted');
+      run.abort('conversation deleted', { reason: 'conversation_deleted' });
       await run.result;
     }
     this.d.sessions.drop(conversationId);

@@ -11,7 +11,11 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { SettingsPatchOp } from '../plugin-api.js';
 import { ConfigError } from './errors.js';
+import { applySettingsPatch } from './settings-patch.js';
+
+export const applyPatch = applySettingsPatch;
 
 // ── Merging ─────────────────────────────────────────────────────────────────────────────────
 
@@ -33,13 +37,9 @@ export function jsonEqual(a: Json, b: Json): boolean {
 /**
  * One change: set `path` to `value`, or remove it (`value` undefined). `object` makes sure an
  * object is there, keeping one that is (a section the caller added, which someone else may have
- * added too).
+ * added too). Public as SettingsPatchOp: a shared settings backend applies these too.
  */
-export interface PatchOp {
-  path: string[];
-  value?: Json;
-  object?: true;
-}
+export type PatchOp = SettingsPatchOp;
 
 /**
  * What turns `from` into `to`, key by key inside objects (arrays and other values are replaced
@@ -60,28 +60,6 @@ export function diffSettings(from: Json, to: Json, at: string[] = []): PatchOp[]
   }
   for (const k of Object.keys(from)) if (from[k] !== undefined && (!Object.hasOwn(to, k) || to[k] === undefined)) ops.push({ path: [...at, k] });
   return ops;
-}
-
-/** `base` with the ops applied (a copy; `base` is untouched). */
-export function applyPatch(base: Record<string, Json>, ops: PatchOp[]): Record<string, Json> {
-  const root = structuredClone(base);
-  next: for (const op of ops) {
-    if (!op.path.length) continue; // the root is always an object: never replaced whole
-    let parent: Record<string, Json> = root;
-    for (const k of op.path.slice(0, -1)) {
-      if (!isPlainObject(parent[k])) {
-        if (op.value === undefined && !op.object) continue next; // removing below something that is gone: nothing to do
-        parent[k] = {};
-      }
-      parent = parent[k] as Record<string, Json>;
-    }
-    const last = op.path.at(-1)!;
-    if (op.object) {
-      if (!isPlainObject(parent[last])) parent[last] = {};
-    } else if (op.value === undefined) delete parent[last];
-    else parent[last] = structuredClone(op.value);
-  }
-  return root;
 }
 
 // ── Reading ─────────────────────────────────────────────────────────────────────────────────

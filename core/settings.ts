@@ -9,14 +9,18 @@
  * refuses to overwrite a file that does not parse or validate; edits made elsewhere are picked
  * up (a folder watch, plus a cheap stat on read) and reach `onChange` listeners. Unknown keys
  * are warnings, never errors (settings-warnings.ts).
+ *
+ * A team shares them instead: `share(backend)` (settings-shared.ts) keeps all but a few local
+ * keys in one document every process reads and patches, and the file keeps the local ones.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Disposable, Logger, SchemaLike, Settings, SettingsStore } from '../plugin-api.js';
+import type { Disposable, Logger, SchemaLike, Settings, SettingsStore, SharedSettingsBackend } from '../plugin-api.js';
 import { ConfigError } from './errors.js';
 import { createLogger } from './logger.js';
 import { SettingsSchema, validateSettings } from './settings-schema.js';
 import { applyPatch, diffSettings, jsonEqual, readDisk, statStamp, withFileLock, writeAtomic, type Stamp } from './settings-disk.js';
+import { SharedSettingsLayer } from './settings-shared.js';
 import { intersectUnknown, unknownKeys, unknownKeyWarning, unrecognizedHint, type SettingsWarning } from './settings-warnings.js';
 
 export type { SettingsWarning } from './settings-warnings.js';
@@ -77,6 +81,9 @@ const MERGE_ATTEMPTS = 5;
 
 export class FileSettingsStore implements SettingsStore {
   private current: Settings;
+  /** What the file holds (or the embedder handed in): all of `current` unless settings are shared. */
+  private fileJson: Settings;
+  private shared: SharedSettingsLayer | undefined;
   private listeners = new Set<(s: Settings) => void>();
   private writing: Promise<unknown> = Promise.resolve();
   private sections = new Set<SectionCheck>();
@@ -109,6 +116,7 @@ export class FileSettingsStore implements SettingsStore {
       this.current = Object.freeze(r.settings);
       this.stamp = r.stamp;
     }
+    this.fileJson = this.current;
     this.fileBacked = options.watch ?? initial === undefined;
     // Plugin sections are added during boot; warnings are logged once they are all known.
     this.scheduleReport();
@@ -172,6 +180,22 @@ export class FileSettingsStore implements SettingsStore {
     };
   }
 
+  share(backend: SharedSettingsBackend): Disposable & { readonly ready: Promise<void> } {
+    if (this.shared) throw new ConfigError(`settings are already shared through "${this.shared.name}"`);
+    const problem = () => void (this.version++, this.scheduleReport());
+    const layer = new SharedSettingsLayer(backend, { fileJson: () => this.fileJson, validate: (s, base) => this.validateWhole(s, 'shared settings', base), adopt: (s) => this.adopt(s), problem, logger: this.logger });
+    this.shared = layer;
+    const dispose = () => {
+      if (this.shared !== layer) return;
+      layer.dispose();
+      this.shared = undefined;
+      problem();
+      // Back to the file alone: it kept its own keys, which are in force again.
+      this.adoptFile();
+    };
+    return { ready: layer.start(), dispose };
+  }
+
   /**
    * Problems that stop nothing: keys no schema knows (with the nearest known key), and a file
    * on disk that does not parse or validate (the last good settings stay in force).
@@ -181,6 +205,7 @@ export class FileSettingsStore implements SettingsStore {
     if (this.cache?.settings === settings && this.cache.version === this.version) return [...this.cache.list];
     const list = this.unknownKeyWarnings(settings);
     if (this.diskProblem) list.unshift({ path: '', message: `${this.diskProblem}; the last good settings stay in force` });
+    if (this.shared?.trouble) list.unshift({ path: '', message: this.shared.trouble });
     this.cache = { settings, version: this.version, list };
     return [...list];
   }
@@ -188,6 +213,7 @@ export class FileSettingsStore implements SettingsStore {
   /** Stop watching the file (the store keeps working from what it has). */
   close(): void {
     this.closed = true;
+    this.shared?.dispose();
     this.stopWatch();
     clearTimeout(this.debounce);
     if (this.reportTimer) clearImmediate(this.reportTimer);
@@ -196,16 +222,23 @@ export class FileSettingsStore implements SettingsStore {
   // ── Saving ────────────────────────────────────────────────────────────────────────────────
 
   private async save(base: Settings, wanted: Settings): Promise<Settings> {
-    const ops = diffSettings(base, wanted);
+    let ops = diffSettings(base, wanted);
     const name = path.basename(this.file);
+    const layer = this.shared;
+    let sharedSaved = false;
     this.saving++;
     try {
-      const { saved, stamp } = await withFileLock(`${this.file}.lock`, { timeoutMs: this.opts.lockTimeoutMs, staleMs: this.opts.lockStaleMs }, name, async () => {
+      if (layer) {
+        // The shared part first: it is the one that can fail for a reason outside this machine.
+        ({ local: ops, saved: sharedSaved } = await layer.save(ops, base));
+        if (!ops.length) return this.adoptFile();
+      }
+      const { saved, stamp, merged } = await withFileLock(`${this.file}.lock`, { timeoutMs: this.opts.lockTimeoutMs, staleMs: this.opts.lockStaleMs }, name, async () => {
         for (let attempt = 1; ; attempt++) {
           const disk = readDisk(this.file);
           if (disk.state === 'invalid') throw this.refusal(`${this.file} ${disk.problem}`, disk.stamp);
           // No file: it starts as this host's copy (what a first save has always written).
-          let theirs: Settings = base;
+          let theirs: Settings = layer ? this.fileJson : base;
           if (disk.state === 'ok') {
             const v = this.validateAll(disk.json, name);
             if (!v.ok) throw this.refusal(`${this.file} is invalid: ${v.error}`, disk.stamp);
@@ -213,19 +246,24 @@ export class FileSettingsStore implements SettingsStore {
             theirs = disk.json as Settings;
           }
           const merged = applyPatch(theirs, ops);
-          const valid = validateSettings(merged);
-          this.checkSections(valid);
+          const valid = this.validateComposite(merged, 'settings');
           const result = await writeAtomic(this.file, JSON.stringify(merged, null, 2) + '\n', () => statStamp(this.file) === disk.stamp || attempt >= MERGE_ATTEMPTS);
-          if (result) return { saved: valid, stamp: result };
+          if (result) return { saved: valid, stamp: result, merged };
           // The file changed while we merged (an editor, or a process that takes no lock): merge again.
         }
       });
       this.current = Object.freeze(saved);
+      this.fileJson = merged;
+      this.version++;
       this.stamp = stamp;
       this.setProblem(undefined);
       this.scheduleReport();
       this.notify();
       return this.current;
+    } catch (err) {
+      // The shared part went in but the file's did not: what is in force still moved.
+      if (sharedSaved) this.adoptFile();
+      throw err;
     } finally {
       this.saving--;
       if (!this.saving && this.refreshWanted) {
@@ -290,11 +328,30 @@ export class FileSettingsStore implements SettingsStore {
       return;
     }
     this.setProblem(undefined);
+    if (disk.state === 'ok') this.fileJson = disk.json as Settings;
     if (jsonEqual(v.settings, this.current)) return;
     this.current = Object.freeze(v.settings);
     this.logger.info(`${this.file} changed on disk; the new settings are in force`);
     this.scheduleReport();
     this.notify();
+  }
+
+  /** Settings validated elsewhere (a shared change, the end of sharing) become current; listeners hear of a real change. */
+  private adopt(settings: Settings): void {
+    if (jsonEqual(settings, this.current)) return;
+    this.current = Object.freeze(settings);
+    this.scheduleReport();
+    this.notify();
+  }
+
+  /** The file as last read, with the shared document under it, in force (if it still validates). */
+  private adoptFile(): Settings {
+    try {
+      this.adopt(this.validateComposite(this.fileJson, path.basename(this.file)));
+    } catch (err) {
+      this.logger.warn(`${(err as Error).message}; the last good settings stay in force`);
+    }
+    return this.current;
   }
 
   private setProblem(problem: string | undefined): void {
@@ -321,11 +378,20 @@ export class FileSettingsStore implements SettingsStore {
     }
   }
 
+  /** What the file's `json` makes the settings in force (with the shared document laid under it), validated; throws a ConfigError. */
+  private validateComposite(json: unknown, source: string): Settings {
+    return this.validateWhole(this.shared && isObject(json) ? this.shared.overlay(json) : json, source);
+  }
+
+  private validateWhole(value: unknown, source: string, base?: Settings): Settings {
+    const settings = validateSettings(value, source);
+    this.checkSections(settings, base);
+    return settings;
+  }
+
   private validateAll(json: unknown, source: string): { ok: true; settings: Settings } | { ok: false; error: string } {
     try {
-      const settings = validateSettings(json, source);
-      this.checkSections(settings);
-      return { ok: true, settings };
+      return { ok: true, settings: this.validateComposite(json, source) };
     } catch (err) {
       return { ok: false, error: (err as Error).message };
     }
@@ -390,6 +456,8 @@ export class FileSettingsStore implements SettingsStore {
     }
   }
 }
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function sameJson(a: unknown, b: unknown): boolean {
   return a === b || JSON.stringify(a) === JSON.stringify(b);

@@ -20,6 +20,7 @@ import providerOpenAI from '../plugins/provider-openai/index.js';
 import projectInstructions from '../plugins/project-instructions/index.js';
 import skills from '../plugins/skills/index.js';
 import teamFanout from '../plugins/team-fanout/index.js';
+import teamSettings from '../plugins/team-settings/index.js';
 import title from '../plugins/title/index.js';
 import toolAskUserQuestion from '../plugins/tool-ask-user-question/index.js';
 import toolBash from '../plugins/tool-bash/index.js';
@@ -35,5 +36,5 @@ import uploads from '../plugins/uploads/index.js';
 export const builtinToolPlugins: Plugin[] = [toolRead, toolWrite, toolEdit, toolDelete, toolBash, toolManagedProcess, toolImage];
 
 export async function builtinPlugins(): Promise<PluginModule[]> {
-  return [historySqlite, historyPostgres, modelCatalog, compaction, providerAnthropic, providerOpenAI, providerGemini, permissions, hooks, ...builtinToolPlugins, toolAskUserQuestion, uploads, mcp, projectInstructions, conversationSettings, skills, memory, title, cron, teamFanout, debugLog];
+  return [teamSettings, historySqlite, historyPostgres, modelCatalog, compaction, providerAnthropic, providerOpenAI, providerGemini, permissions, hooks, ...builtinToolPlugins, toolAskUserQuestion, uploads, mcp, projectInstructions, conversationSettings, skills, memory, title, cron, teamFanout, debugLog];
 }

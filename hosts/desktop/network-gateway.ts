@@ -7,7 +7,7 @@
 import os from 'node:os';
 import type { Settings } from '../../plugin-api.js';
 import { loadOrCreateToken } from '../../plugins/gateway/access.js';
-import type { GatewayService } from '../../plugins/gateway/index.js';
+import type { GatewayHostService as GatewayService } from '../../plugins/gateway/index.js';
 import { bracketHost, isWildcardHost, listenGatewayHttp, type GatewayHttp } from '../shared/gateway-host.js';
 import type { DesktopGatewayInfo } from './contract.js';
 

@@ -11,7 +11,7 @@ import type { PluginModule, Settings } from '../../plugin-api.js';
 import { createKernel, type Kernel } from '../../core/kernel.js';
 import { resolvePaths } from '../../core/paths.js';
 import { CRON_SERVICE, type CronService } from '../../plugins/cron/service.js';
-import gatewayPlugin, { GATEWAY_SERVICE, type GatewayService } from '../../plugins/gateway/index.js';
+import gatewayPlugin, { GATEWAY_SERVICE, type GatewayHostService as GatewayService } from '../../plugins/gateway/index.js';
 import { isHostAllowed } from '../../plugins/gateway/access.js';
 import { builtinPlugins } from '../builtins.js';
 import { plain, serveStatic } from '../server/static-files.js';

@@ -14,10 +14,9 @@
  * `<` and `&` and reads as written while no file can end the wrapper early.
  */
 import { escapeAttribute, neutralizeClosingTag } from '../../core/define-plugin.js';
-import type { AttachmentBlock, ContentBlock, ExecutionMode } from '../../plugin-api.js';
+import type { AttachmentBlock, ContentBlock, ExecutionMode, UploadsService } from '../../plugin-api.js';
 import { fileWrapper } from '../../lib/provider-shared/attachments.js';
-import type { UploadsService } from '../uploads/service.js';
-import type { Attachment, AttachmentItem } from './protocol.js';
+import type { Attachment, AttachmentItem } from '../../lib/gateway-protocol/protocol.js';
 
 const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
 const TEXT_TYPES = /^(text\/|application\/(json|xml|javascript|typescript|x-yaml|yaml|toml|x-sh|sql|graphql|x-ndjson)|image\/svg\+xml)/i;

@@ -5,13 +5,13 @@
  * item starts. A clientRequestId seen before is answered with the earlier outcome, so a send
  * repeated after a reconnect never runs twice.
  */
-import type { Logger, RunHandle, RunOptions, RuntimeApi, RuntimeErrorInfo, LifecycleEvent } from '../../plugin-api.js';
+import type { CompactionOutcome, Logger, RunHandle, RunOptions, RuntimeApi, RuntimeErrorInfo, LifecycleEvent } from '../../plugin-api.js';
 import type { ContentBlock } from '../../plugin-api.js';
 import { AttachmentError, stageAttachments, toInputBlocks, type UploadsLike } from './attachments.js';
 import { lastUserMessage, removedCount } from './resend.js';
 import type { GatewayClient } from './client.js';
 import type { GatewayHistory } from './history.js';
-import type { ChatQueueItem, QueuedItem, ServerMessage } from './protocol.js';
+import type { ChatQueueItem, ChatQueueReplies, QueuedItem, ReplyMap, RunStartedReply, ServerMessage } from '../../lib/gateway-protocol/protocol.js';
 
 /** An error answered to the client as `{ code, message }`. */
 export class ReplyError extends Error {
@@ -24,9 +24,12 @@ export class ReplyError extends Error {
  * A reply that comes later: the request was accepted in order, but its slow part (a compaction's
  * summary request) must not hold up the client's later messages.
  */
-export class LaterReply {
-  constructor(readonly result: Promise<unknown>) {}
+export class LaterReply<T = unknown> {
+  constructor(readonly result: Promise<T>) {}
 }
+
+/** What {@link ChatRuns.handle} answers: a reply ReplyMap declares, now or (compact_now) later. */
+export type ChatQueueAnswer = ReplyMap['chat_queue'] | LaterReply<ChatQueueReplies['compact_now']>;
 
 export interface ChatDeps {
   runtime: RuntimeApi;
@@ -58,7 +61,7 @@ interface AskUserQuestionService {
 }
 
 interface PermissionsService {
-  decide(d: { toolCallId: string; conversationId: string; decision: 'approve' | 'deny' | 'approve_session' }): unknown;
+  decide(d: { toolCallId: string; conversationId: string; decision: 'approve' | 'deny' | 'approve_session' }): { outcome: 'approved' | 'denied' };
 }
 
 type SendItem = Extract<ChatQueueItem, { action: 'send' }>;
@@ -102,7 +105,7 @@ export class ChatRuns {
     return this.queueOf(conversationId).map((i) => (i.attachments ? { ...i, attachments: i.attachments.map((a) => ('uploadId' in a ? a : { ...a, data: '' })) } : { ...i }));
   }
 
-  async handle(client: GatewayClient, item: ChatQueueItem): Promise<unknown> {
+  async handle(client: GatewayClient, item: ChatQueueItem): Promise<ChatQueueAnswer> {
     switch (item.action) {
       case 'send':
         return this.send(client, item);
@@ -115,7 +118,7 @@ export class ChatRuns {
         run?.abort('stopped by the user');
         const compaction = run ? undefined : this.compactions.get(item.conversationId);
         compaction?.abort(new Error('stopped by the user'));
-        return { conversationId: item.conversationId, stopped: !!run || !!compaction };
+        return { conversationId: item.conversationId, stopped: !!run || !!compaction } satisfies ChatQueueReplies['stop'];
       }
       case 'compact_now':
         return this.compactNow(client, item.conversationId);
@@ -128,7 +131,7 @@ export class ChatRuns {
         const at = this.indexOf(q, item.conversationId, item.itemId);
         q.splice(at, 1);
         this.changed(item.conversationId);
-        return { conversationId: item.conversationId };
+        return { conversationId: item.conversationId } satisfies ChatQueueReplies['queue_remove'];
       }
       case 'queue_reorder': {
         const q = this.queueOf(item.conversationId);
@@ -137,7 +140,7 @@ export class ChatRuns {
         const rest = q.filter((i) => !picked.includes(i));
         q.splice(0, q.length, ...picked, ...rest);
         this.changed(item.conversationId);
-        return { conversationId: item.conversationId };
+        return { conversationId: item.conversationId } satisfies ChatQueueReplies['queue_reorder'];
       }
       case 'queue_edit': {
         const q = this.queueOf(item.conversationId);
@@ -145,7 +148,7 @@ export class ChatRuns {
         this.inputOf(item.text, entry.attachments, entry.mode); // still a valid message?
         entry.text = item.text;
         this.changed(item.conversationId);
-        return { conversationId: item.conversationId };
+        return { conversationId: item.conversationId } satisfies ChatQueueReplies['queue_edit'];
       }
       case 'queue_send_now': {
         const q = this.queueOf(item.conversationId);
@@ -156,7 +159,7 @@ export class ChatRuns {
         // The run ends (aborted, with its own done), then pump() starts this item first.
         if (run) run.abort('interrupted by a queued message');
         else this.pump(item.conversationId);
-        return { conversationId: item.conversationId, interrupted: !!run };
+        return { conversationId: item.conversationId, interrupted: !!run } satisfies ChatQueueReplies['queue_send_now'];
       }
     }
   }
@@ -190,7 +193,7 @@ export class ChatRuns {
     }
   }
 
-  private duplicate(client: GatewayClient, clientRequestId: string): unknown {
+  private duplicate(client: GatewayClient, clientRequestId: string): RunStartedReply | undefined {
     const rec = this.requests.get(clientRequestId);
     if (!rec) return undefined;
     this.d.follow(client, rec.conversationId);
@@ -215,7 +218,7 @@ export class ChatRuns {
     return !!this.d.runtime.activeRun(conversationId) || this.d.seen(conversationId) || (await this.d.history.exists(conversationId));
   }
 
-  private async send(client: GatewayClient, item: SendItem): Promise<unknown> {
+  private async send(client: GatewayClient, item: SendItem): Promise<ChatQueueReplies['send']> {
     const dup = this.duplicate(client, item.clientRequestId);
     if (dup) return dup;
     const attachments = await this.staged(item.attachments);
@@ -266,7 +269,7 @@ export class ChatRuns {
   /** The conversation of the run `start` began last (set synchronously, before its first await). */
   private lastStarted: string | undefined;
 
-  private async editResend(client: GatewayClient, item: EditItem): Promise<unknown> {
+  private async editResend(client: GatewayClient, item: EditItem): Promise<ChatQueueReplies['edit_resend']> {
     const dup = this.duplicate(client, item.clientRequestId);
     if (dup) return dup;
     const input = this.inputOf(item.text, await this.staged(item.attachments), item.mode);
@@ -278,12 +281,12 @@ export class ChatRuns {
     if (!(await this.known(item.conversationId))) throw new ReplyError('not_found', `unknown conversation "${item.conversationId}"`);
     // How many stored messages the truncation removes, for the client's record (unknown when not stored: the run then refuses).
     const removed = await removedCount(this.d.history, item.conversationId, item.messageId).catch(() => undefined);
-    const started = (await this.start(client, { ...runFields(item), input, conversationId: item.conversationId, truncateFromMessageId: item.messageId, clientRequestId: item.clientRequestId })) as object;
+    const started = (await this.start(client, { ...runFields(item), input, conversationId: item.conversationId, truncateFromMessageId: item.messageId, clientRequestId: item.clientRequestId }));
     return { ...started, ...(removed !== undefined ? { removedCount: removed } : {}) };
   }
 
   /** Resend the last user message as stored (text and attachment blocks), truncating from it. */
-  private async regenerate(client: GatewayClient, item: RegenerateItem): Promise<unknown> {
+  private async regenerate(client: GatewayClient, item: RegenerateItem): Promise<ChatQueueReplies['regenerate']> {
     const dup = this.duplicate(client, item.clientRequestId);
     if (dup) return dup;
     this.checkProvider(item.provider);
@@ -301,11 +304,11 @@ export class ChatRuns {
         throw new ReplyError(String((err as { code?: unknown }).code ?? 'bad_request'), (err as Error).message);
       }
     }
-    const started = (await this.start(client, { ...runFields(item), input, conversationId: item.conversationId, truncateFromMessageId: last.message.id, clientRequestId: item.clientRequestId })) as object;
+    const started = (await this.start(client, { ...runFields(item), input, conversationId: item.conversationId, truncateFromMessageId: last.message.id, clientRequestId: item.clientRequestId }));
     return { ...started, messageId: last.message.id, removedCount: last.removedCount };
   }
 
-  private async start(client: GatewayClient | undefined, options: RunOptions & { clientRequestId: string }): Promise<unknown> {
+  private async start(client: GatewayClient | undefined, options: RunOptions & { clientRequestId: string }): Promise<RunStartedReply> {
     // Before any await: pump() relies on the run being started when this returns its promise.
     if (this.d.workdir) options = { ...options, workdir: this.d.workdir(options.workdir) };
     let handle: RunHandle;
@@ -375,7 +378,7 @@ export class ChatRuns {
     this.start(undefined, { ...runFields(item), input, conversationId, clientRequestId: item.clientRequestId }).then(
       (r) => {
         const rec = this.requests.get(item.clientRequestId);
-        if (rec) rec.runId = (r as { runId: string }).runId;
+        if (rec && r.runId) rec.runId = r.runId;
         this.pump(conversationId);
       },
       (err: ReplyError) => fail({ code: err.code ?? 'internal', message: err.message }),
@@ -395,7 +398,7 @@ export class ChatRuns {
    * messages; the outcome is the reply, sent when the compaction ends. Its `compaction` events
    * reach the subscribers like a run's.
    */
-  private async compactNow(client: GatewayClient, conversationId: string): Promise<LaterReply> {
+  private async compactNow(client: GatewayClient, conversationId: string): Promise<LaterReply<ChatQueueReplies['compact_now']>> {
     const busy = () => new ReplyError('conflict', `conversation "${conversationId}" has a run in progress: compact it after the run (a run compacts itself when it needs to)`);
     if (this.d.runtime.activeRun(conversationId) || this.queueOf(conversationId).length > 0) throw busy();
     if (this.compactions.has(conversationId)) throw new ReplyError('conflict', `conversation "${conversationId}" is already being compacted`);
@@ -404,7 +407,7 @@ export class ChatRuns {
     const ctl = new AbortController();
     this.compactions.set(conversationId, ctl);
     this.d.follow(client, conversationId);
-    let result: Promise<unknown>;
+    let result: Promise<CompactionOutcome>;
     try {
       result = this.d.runtime.compact(conversationId, { signal: ctl.signal });
     } catch (err) {
@@ -428,7 +431,7 @@ export class ChatRuns {
     this.d.notify(conversationId, { type: 'queue', conversationId, items: this.queueView(conversationId) });
   }
 
-  private async toolAnswer(item: Extract<ChatQueueItem, { action: 'tool_answer' }>): Promise<unknown> {
+  private async toolAnswer(item: Extract<ChatQueueItem, { action: 'tool_answer' }>): Promise<ChatQueueReplies['tool_answer']> {
     const svc = this.d.service<AskUserQuestionService>('askUserQuestion');
     if (!svc || typeof svc.answer !== 'function') {
       throw new ReplyError('unavailable', 'AskUserQuestion is not available: no plugin provides the "askUserQuestion" service');
@@ -443,13 +446,15 @@ export class ChatRuns {
   }
 
   /** The `permissions` service settles the approval; a wrong conversation, an unknown or settled id is its refusal. */
-  private toolApproval(item: Extract<ChatQueueItem, { action: 'tool_approval' }>): unknown {
+  private toolApproval(item: Extract<ChatQueueItem, { action: 'tool_approval' }>): ChatQueueReplies['tool_approval'] {
     const svc = this.d.service<PermissionsService>('permissions');
     if (!svc || typeof svc.decide !== 'function') {
       throw new ReplyError('unavailable', 'tool approvals are not available: no plugin provides the "permissions" service');
     }
     try {
-      return svc.decide({ toolCallId: item.item_id, conversationId: item.conversation_id, decision: item.decision });
+      const { outcome } = svc.decide({ toolCallId: item.item_id, conversationId: item.conversation_id, decision: item.decision });
+      // Built here, not passed through: the reply is the gateway's (ReplyMap), whatever else the service's receipt holds.
+      return { toolCallId: item.item_id, conversationId: item.conversation_id, decision: item.decision, outcome };
     } catch (err) {
       const code = (err as { code?: unknown }).code;
       throw new ReplyError(typeof code === 'string' ? code : 'bad_request', (err as Error).message);

@@ -7,7 +7,7 @@
  * unbounded memory or slow the others.
  */
 import type { WebSocket } from 'ws';
-import type { ServerMessage } from './protocol.js';
+import type { ServerMessage } from '../../lib/gateway-protocol/protocol.js';
 import { Batch } from './wire.js';
 
 export { Batch };

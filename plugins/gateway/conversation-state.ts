@@ -7,7 +7,7 @@
 import { MessageFold } from '../../core/define-plugin.js';
 import type { JsonObject, LifecycleEvent, Message, MessageDelta } from '../../plugin-api.js';
 import type { GatewayClient } from './client.js';
-import type { ContextView } from './protocol.js';
+import type { ContextView } from '../../lib/gateway-protocol/protocol.js';
 import { ReplayWindow, type ReplayBudget, type WindowLimits } from './replay-window.js';
 import { DeltaTemplate, type Batch } from './wire.js';
 

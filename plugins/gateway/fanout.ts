@@ -16,7 +16,7 @@ import type { LifecycleEvent, Message } from '../../plugin-api.js';
 import { GatewayClient, type ClientHost } from './client.js';
 import { ConversationState, type ReplayBudget } from './conversation-state.js';
 import type { StoredConversation } from './history.js';
-import type { ServerMessage } from './protocol.js';
+import type { ServerMessage } from '../../lib/gateway-protocol/protocol.js';
 import type { GatewaySettings } from './settings.js';
 import { Batch, deltaPayload, estimateDelta, serializeEvent, type DeltaEvent } from './wire.js';
 

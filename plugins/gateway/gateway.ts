@@ -7,15 +7,15 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, WebSocketServer } from 'ws';
-import type { Disposable, LifecycleEvent, Logger, ModelInfo, PluginContext, Settings } from '../../plugin-api.js';
+import type { Disposable, GatewayMessage, GatewayQueueItem, GatewayRemote, GatewayService, LifecycleEvent, Logger, ModelInfo, PluginContext, Settings } from '../../plugin-api.js';
 import { APP_PROTOCOL, DEFAULT_REFUSAL_LOG_INTERVAL_MS, RefusalLog, TOKEN_PROTOCOL_PREFIX, checkAccess, refuse } from './access.js';
-import { ChatRuns, LaterReply, ReplyError } from './chat-runs.js';
+import { ChatRuns, LaterReply, ReplyError, type ChatQueueAnswer } from './chat-runs.js';
 import { GatewayClient } from './client.js';
 import { LocalSocket, type LocalClientOptions, type LocalConnection } from './local-client.js';
 import { Fanout } from './fanout.js';
 import { GatewayHistory } from './history.js';
 import { HttpRoutes, type HttpRouteHandler } from './http-routes.js';
-import { BUILTIN_CLIENT_TYPES, EXTENSION_TYPE, MAX_PAGE_MESSAGES, PROTOCOL_VERSION, parseClientMessage, type ChatQueueItem, type ClientMessage, type ExtensionMessage, type McpServerSummary, type ModelSummary, type ProviderSummary, type ReplyMap, type ServerMessage } from './protocol.js';
+import { BUILTIN_CLIENT_TYPES, ChatQueueSchema, EXTENSION_TYPE, MAX_PAGE_MESSAGES, PROTOCOL_VERSION, parseClientMessage, ServerMessageSchema, type ChatQueueItem, type ClientMessage, type ExtensionMessage, type McpServerSummary, type ModelSummary, type ProviderSummary, type QueuedItem, type ReplyMap, type ServerMessage } from '../../lib/gateway-protocol/protocol.js';
 import { providerTestHandler } from './provider-test.js';
 import { truncatePreviewHandler } from './resend.js';
 import { resolveWorkdir, workdirCheckHandler } from './workdir.js';
@@ -33,8 +33,11 @@ export interface AttachOptions {
   refusalLogIntervalMs?: number;
 }
 
-/** What the gateway plugin provides as the `gateway` service (hosts attach it to their server). */
-export interface GatewayService {
+/**
+ * What the gateway plugin provides as the `gateway` service: the contract's GatewayService (what
+ * plugins use; plugin-api.d.ts) and what hosts use to serve it, which stays the plugin's own.
+ */
+export interface GatewayHostService extends GatewayService {
   /** Handle upgrades of `server` on `options.path`. */
   attach(server: Server, options: AttachOptions): Promise<void>;
   /** For hosts that route upgrades themselves (after attach's options were given). */
@@ -56,58 +59,22 @@ export interface GatewayService {
    * trusted (no Host, Origin or token check). See local-client.ts.
    */
   connectLocal(options: LocalClientOptions): LocalConnection;
-  /**
-   * Answer client messages of a plugin's own type (`cron.list`): namespaced (`<ns>.<name>`) and
-   * never a built-in type. The handler gets the message as sent (it validates it; `id` is
-   * checked already) and runs in the client's order like every message; its result is the
-   * reply's `data`, a throw the reply's error (with the error's `code` when it is a string,
-   * e.g. `bad_request`, `not_found`). Dispose to withdraw.
-   */
-  registerHandler(type: string, handler: GatewayHandler): Disposable;
-  /** Send `{ type: 'extension', name, data }` to every connected client (a plugin's change notices). */
-  broadcast(name: string, data: unknown): void;
-  /**
-   * Answer HTTP requests for `method` (`GET` also answers `HEAD`) at `pathPrefix` (under `/api/`)
-   * and below it, e.g. `POST /api/uploads`, `GET /api/uploads/<id>`. The gateway checks Host,
-   * Origin and the `Authorization: Bearer <token>` header first (401/403 as JSON
-   * `{ error: { code, message } }`) and only then calls the handler; a throw becomes a JSON 500.
-   * Dispose to withdraw.
-   */
-  registerHttpRoute(method: string, pathPrefix: string, handler: HttpRouteHandler): Disposable;
   /** For hosts: answer `req` when a registered route matches its path (false: none does, answer 404). */
   handleHttp(req: IncomingMessage, res: ServerResponse): boolean;
-  /**
-   * Several processes behind one address (plugins/team-fanout): `remote` routes chat_queue items
-   * to the process owning their conversation and replays from a shared event log. One at a time;
-   * dispose to withdraw.
-   */
-  setRemote(remote: GatewayRemote): Disposable;
-  /** A lifecycle event another process produced: folded and fanned out as if the runtime had emitted it. */
-  publishRemote(e: LifecycleEvent): void;
-  /** Handle a chat_queue item forwarded from another process: resolves to the reply's data, rejects with the reply's error (`code`). */
-  handleForwarded(item: ChatQueueItem): Promise<unknown>;
-}
-
-/** See GatewayService.setRemote. */
-export interface GatewayRemote {
-  /** Undefined: handle `item` here. Else the owner's reply data (a throw is the reply's error). */
-  route(item: ChatQueueItem): Promise<{ data: unknown } | undefined>;
-  /** Before a snapshot: fold in what other processes logged for the conversation. */
-  catchUp(conversationId: string): Promise<void>;
-  /**
-   * The conversation's events after `lastSeq`, handed to `deliver` synchronously with the fan-out
-   * (no event of the conversation is published between the two). False: the log no longer reaches
-   * back to `lastSeq` (deliver not called).
-   */
-  replay(conversationId: string, lastSeq: number, deliver: (events: LifecycleEvent[]) => void): Promise<boolean>;
 }
 
 /** A plugin's handler for its own client message type (see GatewayService.registerHandler). */
 export type GatewayHandler = (message: ExtensionMessage) => unknown;
 
+/** The first issue of a failed parse, as one line naming the field. */
+function issueLine(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
+  const issue = issues[0];
+  return issue ? `${issue.path.map(String).join('.') || 'message'}: ${issue.message}` : 'invalid';
+}
+
 type GatewayContext = Pick<PluginContext, 'runtime' | 'settings' | 'logger' | 'service' | 'subscriptions'> & Partial<Pick<PluginContext, 'paths' | 'hooks' | 'sessionHooks'>>;
 
-export class Gateway implements GatewayService {
+export class Gateway implements GatewayHostService {
   private config: GatewaySettings;
   private readonly fanout: Fanout;
   private readonly history: GatewayHistory;
@@ -148,7 +115,10 @@ export class Gateway implements GatewayService {
         // A closed client (gone, or the headless one of a forwarded item) must not be subscribed: nothing would ever remove it.
         if (!client.closed && !client.subscriptions.has(id)) this.fanout.subscribe(client, id);
       },
-      notify: (id, m) => this.fanout.notify(id, m),
+      notify: (id, m) => {
+        this.fanout.notify(id, m);
+        this.remote?.notified?.(id, m);
+      },
       seen: (id) => this.fanout.seen(id),
       service: (key) => ctx.service(key),
       ...(ctx.paths ? { workdir: (requested: string | undefined) => resolveWorkdir(requested, ctx.paths!.home) } : {}),
@@ -346,7 +316,18 @@ export class Gateway implements GatewayService {
     if (!this.closed) this.onEvent(e);
   }
 
-  async handleForwarded(item: ChatQueueItem): Promise<unknown> {
+  notifyRemote(conversationId: string, message: GatewayMessage): void {
+    if (this.closed) return;
+    // Another process's notice crosses a process boundary: only a valid server message reaches clients.
+    const r = ServerMessageSchema.safeParse(message);
+    if (!r.success) return this.logger.warn(`dropped a remote notice for ${conversationId}: ${issueLine(r.error.issues)}`);
+    this.fanout.notify(conversationId, message as ServerMessage);
+  }
+
+  async handleForwarded(forwarded: GatewayQueueItem): Promise<unknown> {
+    const r = ChatQueueSchema.safeParse(forwarded);
+    if (!r.success) throw new ReplyError('bad_request', `forwarded chat_queue item: ${issueLine(r.error.issues)}`);
+    const item: ChatQueueItem = r.data;
     if (!this.headless) {
       this.headless = new GatewayClient({} as WebSocket, this.fanout);
       this.headless.closed = true;
@@ -359,7 +340,7 @@ export class Gateway implements GatewayService {
    * A chat_queue item when other processes may own its conversation. A client asking for a run is
    * subscribed first, as the local path does before the run's first event.
    */
-  private async chatQueueRouted(client: GatewayClient, item: ChatQueueItem): Promise<unknown> {
+  private async chatQueueRouted(client: GatewayClient, item: ChatQueueItem): Promise<ChatQueueAnswer> {
     const id = 'conversationId' in item ? item.conversationId : 'conversation_id' in item ? item.conversation_id : undefined;
     const follows = id !== undefined && (item.action === 'send' || item.action === 'edit_resend' || item.action === 'regenerate');
     const followed = follows && client.subscriptions.has(id);
@@ -371,7 +352,8 @@ export class Gateway implements GatewayService {
       if (follows && !followed) this.fanout.unsubscribe(client, id);
       throw err;
     }
-    if (routed) return routed.data;
+    // The owning process built it with its own handleForwarded (typed there); the remote carries it as is.
+    if (routed) return routed.data as ReplyMap['chat_queue'];
     if (follows && !followed) this.fanout.unsubscribe(client, id); // the local path subscribes it itself, in its own order
     return this.chat.handle(client, item);
   }
@@ -417,7 +399,8 @@ export class Gateway implements GatewayService {
     if (!client.closed) client.send({ type: 'reply', id: m.id ?? '', ok: false, error: { code, message: (err as Error).message ?? String(err) } });
   }
 
-  private async handle(client: GatewayClient, m: ClientMessage): Promise<unknown> {
+  /** The reply's data, as ReplyMap declares it for `m.type` (each case checks its own with `satisfies` or its return type). */
+  private async handle(client: GatewayClient, m: ClientMessage): Promise<ReplyMap[keyof ReplyMap] | ChatQueueAnswer> {
     switch (m.type) {
       case 'chat_queue':
         return this.remote ? this.chatQueueRouted(client, m.item) : this.chat.handle(client, m.item);
@@ -486,17 +469,18 @@ export class Gateway implements GatewayService {
   }
 
   /** Replay from the window when it still covers `lastSeq`; otherwise a snapshot from history. */
-  private async subscribe(client: GatewayClient, conversationId: string, lastSeq: number | undefined, limit: number): Promise<unknown> {
+  private async subscribe(client: GatewayClient, conversationId: string, lastSeq: number | undefined, limit: number): Promise<ReplyMap['subscribe']> {
     const result = await this.subscribeStream(client, conversationId, lastSeq, limit);
     // A (re)subscribing client learns the messages waiting behind the active run at once, not
     // only at the queue's next change; an empty queue too, as what it holds may have run while
     // it was away (a snapshot does not replay the agent_start that took an item off).
-    const items = this.chat.queueView(conversationId);
+    // The owner's gateway listed them (its chat.queueView), so they are QueuedItems as sent.
+    const items = ((await this.remote?.queue?.(conversationId)) as QueuedItem[] | undefined) ?? this.chat.queueView(conversationId);
     if (!client.closed) client.send({ type: 'queue', conversationId, items });
     return result;
   }
 
-  private async subscribeStream(client: GatewayClient, conversationId: string, lastSeq: number | undefined, limit: number): Promise<unknown> {
+  private async subscribeStream(client: GatewayClient, conversationId: string, lastSeq: number | undefined, limit: number): Promise<ReplyMap['subscribe']> {
     if (client.subscriptions.has(conversationId)) return { conversationId, mode: 'live', lastSeq: this.fanout.peek(conversationId)?.lastSeq ?? 0 };
     if (lastSeq !== undefined) {
       const missed = this.fanout.missedSince(conversationId, lastSeq);
@@ -535,7 +519,7 @@ export class Gateway implements GatewayService {
       const version = this.fanout.version(conversationId);
       const stored = await this.history.get(conversationId, limit);
       if (this.fanout.version(conversationId) !== version && attempt < 3) continue;
-      const snap = this.fanout.snapshot(conversationId, stored, !!this.ctx.runtime.activeRun(conversationId));
+      const snap = this.fanout.snapshot(conversationId, stored, this.running(conversationId));
       if (!snap) throw new ReplyError('not_found', `unknown conversation "${conversationId}"`);
       deliver(snap);
       return snap;
@@ -556,7 +540,11 @@ export class Gateway implements GatewayService {
 
   private async listConversations(search?: string) {
     const items = await this.history.list(search, this.config.conversationListLimit);
-    return items.map((i) => ({ ...i, running: !!this.ctx.runtime.activeRun(i.id) }));
+    return items.map((i) => ({ ...i, running: this.running(i.id) }));
+  }
+
+  private running(conversationId: string): boolean {
+    return !!this.ctx.runtime.activeRun(conversationId) || !!this.remote?.running?.(conversationId);
   }
 
   private scheduleListBroadcast(): void {
@@ -572,9 +560,8 @@ export class Gateway implements GatewayService {
   }
 
   private async deleteConversation(conversationId: string): Promise<ReplyMap['conversations.delete']> {
-    // Its pending questions are cancelled as "deleted" (not just "stopped") before the runtime
-    // stops its run, deletes it and tells every plugin (onDeleted below).
-    this.ctx.service<{ cancelConversation(id: string): unknown }>('askUserQuestion')?.cancelConversation(conversationId);
+    // The runtime stops its run, deletes it and tells every plugin (onDeleted below; the
+    // AskUserQuestion plugin cancels the conversation's questions itself).
     const seen = this.fanout.seen(conversationId);
     const existed = await this.ctx.runtime.deleteConversation(conversationId);
     // Without the kernel hook (a bare context) the gateway cleans up itself.

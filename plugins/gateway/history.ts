@@ -3,11 +3,10 @@
  * plugin provides it, else an in-memory store fed by the lifecycle events (tests, ephemeral
  * hosts). The service is looked up on every call, so load order does not matter.
  */
-import type { Checkpoint, Disposable, LifecycleEvent, Message, SessionHookTaps } from '../../plugin-api.js';
-import type { HistoryMessage, HistoryService, SegmentInfo } from '../history-sqlite/service.js';
-import { checkpointOfEndPayload, type CheckpointView, type ConversationSummary, type ConversationUsage, type ReplyMap } from './protocol.js';
+import type { Checkpoint, Disposable, HistoryMessage, HistoryService, LifecycleEvent, Message, SegmentInfo, SessionHookTaps } from '../../plugin-api.js';
+import { checkpointOfEndPayload, type CheckpointView, type ConversationSummary, type ConversationUsage, type ReplyMap } from '../../lib/gateway-protocol/protocol.js';
 
-export type { ConversationUsage } from './protocol.js';
+export type { ConversationUsage } from '../../lib/gateway-protocol/protocol.js';
 
 export interface StoredConversation {
   summary: ConversationSummary;

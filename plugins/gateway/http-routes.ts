@@ -10,6 +10,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Disposable } from '../../plugin-api.js';
+import { sendJsonError } from '../../lib/http/json-reply.js';
 import { bearerToken, checkAccess, type AccessPolicy, type RefusalLog } from './access.js';
 
 /** Answers one request of a route (see GatewayService.registerHttpRoute). A throw becomes a JSON 500. */
@@ -19,18 +20,6 @@ interface Route {
   method: string;
   prefix: string;
   handler: HttpRouteHandler;
-}
-
-/** `{ error: { code, message } }` with `status`, the shape every route answers errors with. */
-export function sendJsonError(res: ServerResponse, status: number, code: string, message: string): void {
-  sendJson(res, status, { error: { code, message } });
-}
-
-export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  if (res.headersSent) return void res.destroy();
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' });
-  res.end(text);
 }
 
 const PREFIX = /^\/api\/[A-Za-z0-9/_-]+$/;

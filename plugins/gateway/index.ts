@@ -1,25 +1,21 @@
 /**
  * The gateway plugin: WebSocket access to the runtime for the WebUI and remote clients. It
  * provides the `gateway` service; a host (hosts/server) attaches it to its HTTP server with the
- * token it generated. Protocol: protocol.ts, documented in docs/gateway-protocol.md.
+ * token it generated. Protocol: lib/gateway-protocol/protocol.ts, documented in docs/gateway-protocol.md.
  */
 import { definePlugin } from '../../core/define-plugin.js';
-import { Gateway, type GatewayService } from './gateway.js';
+import { Gateway } from './gateway.js';
 import { GatewaySettingsSchema } from './settings.js';
 
-export type { AttachOptions, GatewayService } from './gateway.js';
+export type { AttachOptions, GatewayHostService } from './gateway.js';
 export type { LocalClientOptions, LocalConnection } from './local-client.js';
 export { loadOrCreateToken } from './access.js';
 
 /** The key the gateway service is provided under. */
 export const GATEWAY_SERVICE = 'gateway';
 
-// Declared here, so a consumer gets `ctx.service('gateway')` typed without importing this plugin.
-declare module '../../plugin-api.js' {
-  interface ServiceMap {
-    gateway: GatewayService;
-  }
-}
+// The plugin-facing part of the service (GatewayService) and its ServiceMap key are in the contract
+// (plugin-api.d.ts): any plugin gets `ctx.service('gateway')` typed; hosts use GatewayHostService.
 
 const gatewayPlugin = definePlugin({
   name: 'gateway',

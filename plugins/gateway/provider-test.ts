@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import type { RuntimeApi, Settings } from '../../plugin-api.js';
 import { ReplyError } from './chat-runs.js';
-import type { ExtensionMessage } from './protocol.js';
+import type { ExtensionMessage } from '../../lib/gateway-protocol/protocol.js';
 
 export const ProviderTestSchema = z.object({
   type: z.literal('providers.test'),

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { Message } from '../../plugin-api.js';
 import { ReplyError } from './chat-runs.js';
 import type { GatewayHistory } from './history.js';
-import { MAX_PAGE_MESSAGES } from './protocol.js';
+import { MAX_PAGE_MESSAGES } from '../../lib/gateway-protocol/protocol.js';
 
 /** The message a client sends to learn what a truncation at `messageId` would remove. */
 export const TruncatePreviewSchema = z.object({

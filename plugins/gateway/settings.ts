@@ -3,7 +3,7 @@
  * tests can shrink them; the gateway re-reads the section whenever settings change.
  */
 import { z } from 'zod';
-import { MAX_PAGE_MESSAGES } from './protocol.js';
+import { MAX_PAGE_MESSAGES } from '../../lib/gateway-protocol/protocol.js';
 
 const MiB = 1024 * 1024;
 

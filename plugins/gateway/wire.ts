@@ -10,7 +10,7 @@
  * string (for replaying events kept as objects).
  */
 import type { LifecycleEvent } from '../../plugin-api.js';
-import { streamKindOf } from './protocol.js';
+import { streamKindOf } from '../../lib/gateway-protocol/protocol.js';
 
 type Delta = Extract<LifecycleEvent, { type: 'message_update' }>;
 export type DeltaEvent = Delta;

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { ReplyError } from './chat-runs.js';
-import type { ExtensionMessage } from './protocol.js';
+import type { ExtensionMessage } from '../../lib/gateway-protocol/protocol.js';
 
 /** The folder runs without a chosen one work in. */
 export function defaultWorkdir(home: string): string {

@@ -13,7 +13,9 @@
 import { z } from 'zod';
 import { definePlugin } from '../../core/define-plugin.js';
 import { configuredDatabaseUrl, isPostgresUrl, redactUrl } from '../../lib/database/url.js';
-import { HISTORY_SERVICE, type HistoryService } from '../history-sqlite/service.js';
+import type { HistoryService } from '../../plugin-api.js';
+import { HISTORY_SERVICE, lazyHistoryService } from '../../lib/history-shared/queries.js';
+import { runFactsOf } from '../../lib/history-shared/store-rules.js';
 import { openDatabase } from './database.js';
 import { createPgHistoryService } from './queries.js';
 import { PgHistoryStore } from './store.js';
@@ -85,7 +87,8 @@ export default definePlugin({
       track(async () => {
         const store = await withStore();
         await store.saveUserMessage(message, info);
-        if (info.run) await store.saveRunFacts({ conversationId: info.conversationId, provider: info.run.provider, model: info.run.model, mode: info.run.mode, workdir: info.run.workdir });
+        const facts = runFactsOf(info);
+        if (facts) await store.saveRunFacts(facts);
       }),
     );
     hooks.saveProgress.tap((message, info) => track(async () => (await withStore()).saveProgress(message, info)));
@@ -97,14 +100,7 @@ export default definePlugin({
     hooks.saveCheckpoint.tap((record) => track(async () => (await withStore()).saveCheckpoint(record)));
     hooks.turnEnd.tap((_result, info) => track(async () => (await withStore()).saveLastSeq(info)));
 
-    const lazy = new Proxy({} as HistoryService, {
-      get: (_t, key) => (key === 'then' || typeof key === 'symbol' ? undefined : async (...args: unknown[]) => {
-        const { service } = await open();
-        const fn = (service as unknown as Record<PropertyKey, (...a: unknown[]) => unknown>)[key];
-        if (typeof fn !== 'function') throw new Error(`history service has no method ${String(key)}`);
-        return fn.apply(service, args);
-      }),
-    });
-    ctx.provide(HISTORY_SERVICE, lazy);
+    // The service is usable at once; each call waits for the database to be open.
+    ctx.provide(HISTORY_SERVICE, lazyHistoryService(open));
   },
 });

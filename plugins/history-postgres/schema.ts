@@ -1,9 +1,6 @@
 /**
- * The schema on PostgreSQL: history-sqlite's migrations, in the same order under the same names
- * (so one knex_migrations history describes both backends), with the few that are written in
- * SQLite's dialect replaced here. Migrations built with knex's schema builder (0001-0004) run as
- * they are; a raw-SQL one needs an entry in PG_OVERRIDES (the PostgreSQL tests run every
- * migration, so a missing one fails there).
+ * The schema on PostgreSQL: lib/history-shared/migrations.ts (the same migrations as SQLite's, in
+ * the same order under the same names), with the migrations written in PostgreSQL's dialect here.
  *
  * 0005 (message search) on PostgreSQL: the same message_search table (one row per user or
  * assistant message that has text), kept in step by PL/pgSQL triggers on insert, content or
@@ -12,14 +9,7 @@
  * owner may create it), a GIN trigram index serves those ILIKEs; otherwise they scan
  * message_search, which is correct, only slower on a large history.
  */
-import type { Knex } from 'knex';
-import { migrationSource as sqliteMigrations } from '../history-sqlite/schema.js';
-
-interface InCodeMigration {
-  name: string;
-  up(knex: Knex): Promise<void>;
-  down(knex: Knex): Promise<void>;
-}
+import { historyMigrationSource, type DialectMigrations } from '../../lib/history-shared/migrations.js';
 
 /** A message row's (`m`) searchable text: its text blocks in order, one per line; NULL when none. */
 const searchText = (m: string) =>
@@ -73,7 +63,7 @@ const MESSAGE_SEARCH_UP = [
   `CREATE INDEX conversations_pinned_updated ON conversations ((COALESCE((meta::jsonb -> 'pinned') = 'true'::jsonb, false)) DESC, updated_at DESC, id DESC)`,
 ];
 
-const PG_OVERRIDES: Record<string, Omit<InCodeMigration, 'name'>> = {
+const PG_MIGRATIONS: DialectMigrations = {
   '0005_message_search': {
     async up(knex) {
       for (const sql of MESSAGE_SEARCH_UP) await knex.raw(sql);
@@ -88,19 +78,6 @@ const PG_OVERRIDES: Record<string, Omit<InCodeMigration, 'name'>> = {
 };
 
 /** Names of the migrations PostgreSQL runs in its own dialect. */
-export const POSTGRES_OVERRIDDEN = Object.keys(PG_OVERRIDES);
+export const POSTGRES_OVERRIDDEN = Object.keys(PG_MIGRATIONS);
 
-async function pgMigrations(): Promise<InCodeMigration[]> {
-  const base = await sqliteMigrations.getMigrations([]);
-  return base.map((m) => {
-    const name = sqliteMigrations.getMigrationName(m);
-    const own = PG_OVERRIDES[name];
-    return own ? { name, ...own } : { name, up: (k: Knex) => m.up(k), down: (k: Knex) => m.down(k) };
-  });
-}
-
-export const migrationSource: Knex.MigrationSource<InCodeMigration> = {
-  getMigrations: () => pgMigrations(),
-  getMigrationName: (m) => m.name,
-  getMigration: async (m) => m,
-};
+export const migrationSource = historyMigrationSource(PG_MIGRATIONS);

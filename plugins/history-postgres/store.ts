@@ -1,7 +1,8 @@
 /**
  * The kernel-facing side of the store on PostgreSQL: what the persistence hooks call on every
- * run, round and coalesced progress save, and the reads the service shares with it. Same rows
- * and same rules as history-sqlite/store.ts, in PostgreSQL's dialect, each hook one transaction.
+ * run, round and coalesced progress save, and the reads the service shares with it. The rows,
+ * the rules and the SQL the dialects share are lib/history-shared's, as in history-sqlite's store;
+ * here they run in PostgreSQL's dialect, each hook one transaction.
  *
  * Several processes write one database. Every write transaction that reads before it writes
  * first locks the conversation row (`SELECT … FOR UPDATE`): the next ordinal (MAX + 1), the seq
@@ -12,12 +13,26 @@
  */
 import type { Knex } from 'knex';
 import { UsageError } from '../../core/errors.js';
-import type { Checkpoint, CheckpointRecord, HistorySnapshot, JsonObject, JsonValue, Message, RoundRecord, SessionInfo, Usage } from '../../plugin-api.js';
-import { messageParams, rowToMessage, statusOf, type ConversationRow, type MessageParams, type MessageRow, type SegmentRow } from '../history-sqlite/rows.js';
-import { newSegmentId, SEQ_RESERVE, type RunFacts } from '../history-sqlite/store.js';
-
-const REPAIR_SUFFIX = '-repair';
-const SEQ_RESERVE_NO_RUN = 16;
+import type { Checkpoint, CheckpointRecord, HistorySnapshot, JsonObject, JsonValue, Message, RoundRecord, SessionInfo } from '../../plugin-api.js';
+import { messageParams, rowToMessage, statusOf, type ConversationRow, type MessageRow, type SegmentHead, type SegmentRow } from '../../lib/history-shared/rows.js';
+import { positionalMessageUpsert, runFactsBindings, segmentBindings, SQL, usageBindings } from '../../lib/history-shared/store-sql.js';
+import {
+  checkpointUsage,
+  heldMatches,
+  historySnapshot,
+  newSegmentId,
+  pageOf,
+  pageWindow,
+  repairedMessageId,
+  roundUsage,
+  segmentStamp,
+  SEQ_EXTEND_WITHIN,
+  SEQ_RESERVE,
+  seqReservation,
+  type PageRequest,
+  type RunFacts,
+  type UsageFacts,
+} from '../../lib/history-shared/store-rules.js';
 
 type Db = Knex | Knex.Transaction;
 
@@ -39,19 +54,7 @@ interface ConversationLock {
   model: string | null;
 }
 
-const UPSERT_MESSAGE = `INSERT INTO messages (id, conversation_id, segment_id, ordinal, role, content, status, provider, model,
-    stop_reason, error_message, edited_files, usage, meta, created_at, updated_at)
-  VALUES (?, ?,
-    (SELECT active_segment_id FROM conversations WHERE id = ?),
-    (SELECT COALESCE(MAX(ordinal), 0) + 1 FROM messages WHERE conversation_id = ?),
-    ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-  ON CONFLICT (id) DO UPDATE SET
-    content = excluded.content, status = excluded.status, provider = excluded.provider, model = excluded.model,
-    stop_reason = excluded.stop_reason, error_message = excluded.error_message, edited_files = excluded.edited_files,
-    usage = excluded.usage, meta = excluded.meta, updated_at = excluded.updated_at
-  WHERE messages.conversation_id = excluded.conversation_id`;
-
-const upsertBindings = (p: MessageParams) => [p.id, p.conversationId, p.conversationId, p.conversationId, p.role, p.content, p.status, p.provider, p.model, p.stopReason, p.errorMessage, p.editedFiles, p.usage, p.meta, p.createdAt, p.now];
+const UPSERT = positionalMessageUpsert();
 
 /** RFC 7396 JSON merge patch (what SQLite's json_patch does): null removes a key, objects merge, anything else replaces. */
 export function mergePatch(target: JsonValue, patch: JsonValue): JsonValue {
@@ -79,16 +82,15 @@ export class PgHistoryStore {
     return this.knex.transaction(async (trx) => {
       const conv = await this.lock(trx, info.conversationId);
       if (!conv) return undefined;
-      const from = Math.max(conv.last_seq, conv.seq_reserved, info.lastSeq);
-      const upTo = from + (info.run ? SEQ_RESERVE : SEQ_RESERVE_NO_RUN);
+      const { from, upTo } = seqReservation(conv, info);
       await run(trx, 'UPDATE conversations SET seq_reserved = ? WHERE id = ?', [upTo, info.conversationId]);
       this.reserved.set(info.conversationId, upTo);
       const segmentId = conv.active_segment_id;
-      const segment = await one<{ summary: string | null; checkpoint: string | null; parent_segment_id: string | null }>(trx, 'SELECT summary, checkpoint, parent_segment_id FROM segments WHERE id = ?', [segmentId]);
-      const stamp = segment && segment.parent_segment_id !== null ? segmentId : '';
+      const segment = await one<SegmentHead>(trx, SQL.segmentHead, [segmentId]);
+      const stamp = segmentStamp(segmentId, segment);
       const held = info.held;
       let unchanged = false;
-      if (held && held.stamp === stamp) {
+      if (heldMatches(held, stamp)) {
         const tail = await one<{ n: number; last: string | null }>(
           trx,
           'SELECT COUNT(*) AS n, (SELECT id FROM messages WHERE segment_id = ? ORDER BY ordinal DESC LIMIT 1) AS last FROM messages WHERE segment_id = ?',
@@ -96,13 +98,8 @@ export class PgHistoryStore {
         );
         unchanged = tail?.n === held.count && tail.last === held.lastMessageId;
       }
-      const messages = unchanged ? [] : (await all<MessageRow>(trx, 'SELECT * FROM messages WHERE segment_id = ? ORDER BY ordinal', [segmentId])).map(rowToMessage);
-      const snapshot: HistorySnapshot = { conversationId: info.conversationId, messages, lastSeq: from, stamp, ...(unchanged ? { unchanged } : {}) };
-      if (segment?.summary) snapshot.summary = segment.summary;
-      if (segment?.checkpoint) snapshot.checkpoint = JSON.parse(segment.checkpoint) as Checkpoint;
-      if (conv.provider) snapshot.provider = conv.provider;
-      if (conv.model) snapshot.model = conv.model;
-      return snapshot;
+      const messages = unchanged ? [] : (await all<MessageRow>(trx, SQL.segmentMessages, [segmentId])).map(rowToMessage);
+      return historySnapshot(info, from, stamp, messages, unchanged, segment, conv);
     });
   }
 
@@ -117,7 +114,7 @@ export class PgHistoryStore {
   async saveRunFacts(f: RunFacts): Promise<void> {
     await this.write(async (trx) => {
       await this.ensure(trx, f.conversationId, 0, Date.now());
-      await run(trx, 'UPDATE conversations SET provider = ?, model = ?, mode = ?, workdir = ? WHERE id = ?', [f.provider, f.model, f.mode, f.workdir, f.conversationId]);
+      await run(trx, SQL.runFacts, runFactsBindings(f));
     });
   }
 
@@ -126,13 +123,14 @@ export class PgHistoryStore {
       const now = Date.now();
       const id = r.conversationId;
       await this.ensure(trx, id, r.lastSeq, now);
-      await run(trx, UPSERT_MESSAGE, upsertBindings(messageParams(id, r.assistant, statusOf(r.assistant), now)));
-      if (r.toolResults) await run(trx, UPSERT_MESSAGE, upsertBindings(messageParams(id, r.toolResults, 'complete', now)));
-      if (r.usage) await this.recordUsage(trx, { conversationId: id, messageId: r.assistant.id, runId: r.runId, round: r.round, provider: r.provider, model: r.model, usage: r.usage, now });
+      await run(trx, UPSERT.sql, UPSERT.bindings(messageParams(id, r.assistant, statusOf(r.assistant), now)));
+      if (r.toolResults) await run(trx, UPSERT.sql, UPSERT.bindings(messageParams(id, r.toolResults, 'complete', now)));
+      const usage = roundUsage(r, now);
+      if (usage) await this.recordUsage(trx, usage);
       const extended = await one<{ seq_reserved: number }>(
         trx,
         'UPDATE conversations SET seq_reserved = ?::bigint + ? WHERE id = ? AND seq_reserved < ?::bigint + ? RETURNING seq_reserved',
-        [r.lastSeq, SEQ_RESERVE, id, r.lastSeq, SEQ_RESERVE / 2],
+        [r.lastSeq, SEQ_RESERVE, id, r.lastSeq, SEQ_EXTEND_WITHIN],
       );
       if (extended) this.reserved.set(id, extended.seq_reserved);
     });
@@ -141,16 +139,16 @@ export class PgHistoryStore {
   async truncate(conversationId: string, fromMessageId: string): Promise<void> {
     await this.write(async (trx) => {
       if (!(await this.lock(trx, conversationId))) return;
-      const messageAt = (id: string) => one<{ ordinal: number }>(trx, 'SELECT ordinal FROM messages WHERE conversation_id = ? AND id = ?', [conversationId, id]);
+      const messageAt = (id: string) => one<{ ordinal: number }>(trx, SQL.messageAt, [conversationId, id]);
       let at = await messageAt(fromMessageId);
-      // The synthetic result the kernel adds after a dangling tool call sits right after its call (see history-sqlite).
-      if (!at && fromMessageId.endsWith(REPAIR_SUFFIX)) {
-        const base = await messageAt(fromMessageId.slice(0, -REPAIR_SUFFIX.length));
+      const repaired = at ? undefined : repairedMessageId(fromMessageId);
+      if (repaired) {
+        const base = await messageAt(repaired);
         if (base) at = { ordinal: base.ordinal + 1 };
       }
       if (!at) return;
-      await run(trx, 'DELETE FROM messages WHERE conversation_id = ? AND ordinal >= ?', [conversationId, at.ordinal]);
-      await run(trx, 'UPDATE conversations SET updated_at = ? WHERE id = ?', [Date.now(), conversationId]);
+      await run(trx, SQL.deleteFrom, [conversationId, at.ordinal]);
+      await run(trx, SQL.touchUpdatedAt, [Date.now(), conversationId]);
     });
   }
 
@@ -165,7 +163,8 @@ export class PgHistoryStore {
       const c = r.checkpoint;
       const segment = await this.newSegment(trx, r.conversationId, c.summary, c.firstKeptMessageId ?? null, c);
       if (!segment) throw new UsageError(`unknown conversation "${r.conversationId}"`);
-      if (c.usage && c.provider && c.model) await this.recordUsage(trx, { conversationId: r.conversationId, messageId: null, runId: `compaction:${segment}`, round: 0, provider: c.provider, model: c.model, usage: c.usage, now });
+      const usage = checkpointUsage(r, segment, now);
+      if (usage) await this.recordUsage(trx, usage);
       await this.touch(trx, r.conversationId, r.lastSeq, now);
     });
   }
@@ -186,7 +185,7 @@ export class PgHistoryStore {
 
   async setAutoTitle(conversationId: string, title: string): Promise<boolean> {
     this.assertOpen();
-    return (await run(this.knex, "UPDATE conversations SET title = ?, title_source = 'auto' WHERE id = ? AND (title IS NULL OR title_source = 'auto')", [title, conversationId])) > 0;
+    return (await run(this.knex, SQL.autoTitle, [title, conversationId])) > 0;
   }
 
   /** Merge a JSON patch into the meta under the row lock (two patches cannot lose each other's keys). */
@@ -201,11 +200,11 @@ export class PgHistoryStore {
   }
 
   /** A conversation's row, segments and messages (all, or one page), read in one snapshot; undefined when unknown. */
-  conversationDetail(conversationId: string, page: { limit?: number; before?: number }) {
+  conversationDetail(conversationId: string, page: PageRequest) {
     this.assertOpen();
     return this.knex.transaction(
       async (trx) => {
-        const conv = await one<ConversationRow>(trx, 'SELECT * FROM conversations WHERE id = ?', [conversationId]);
+        const conv = await one<ConversationRow>(trx, SQL.conversationRow, [conversationId]);
         if (!conv) return undefined;
         // Oldest first: along the parent chain (two segments may share a millisecond).
         const segments = await all<SegmentRow>(
@@ -217,15 +216,12 @@ export class PgHistoryStore {
            SELECT id, parent_segment_id, summary, checkpoint, created_at FROM chain ORDER BY depth, created_at, id`,
           [conversationId],
         );
-        const count = (await one<{ n: number | null }>(trx, 'SELECT MAX(ordinal) AS n FROM messages WHERE conversation_id = ?', [conversationId]))?.n ?? 0;
-        if (page.limit === undefined && page.before === undefined) {
-          return { conv, segments, rows: await all<MessageRow>(trx, 'SELECT * FROM messages WHERE conversation_id = ? ORDER BY ordinal', [conversationId]), hasMore: false, count };
-        }
-        const limit = page.limit ?? 1_000_000;
-        const rows = await all<MessageRow>(trx, 'SELECT * FROM messages WHERE conversation_id = ? AND ordinal < ?::bigint ORDER BY ordinal DESC LIMIT ?', [conversationId, page.before ?? Number.MAX_SAFE_INTEGER, limit + 1]);
-        const hasMore = rows.length > limit;
-        if (hasMore) rows.length = limit;
-        return { conv, segments, rows: rows.reverse(), hasMore, count };
+        const count = (await one<{ n: number | null }>(trx, SQL.messageCount, [conversationId]))?.n ?? 0;
+        const window = pageWindow(page);
+        if (!window) return { conv, segments, rows: await all<MessageRow>(trx, SQL.allMessages, [conversationId]), hasMore: false, count };
+        // Newest first through the (conversation_id, ordinal) index; `before` may exceed an integer.
+        const newestFirst = await all<MessageRow>(trx, 'SELECT * FROM messages WHERE conversation_id = ? AND ordinal < ?::bigint ORDER BY ordinal DESC LIMIT ?', [conversationId, window.before, window.fetch]);
+        return { conv, segments, ...pageOf(newestFirst, window.limit), count };
       },
       { isolationLevel: 'repeatable read', readOnly: true },
     );
@@ -239,7 +235,7 @@ export class PgHistoryStore {
     await this.write(async (trx) => {
       const now = Date.now();
       await this.ensure(trx, info.conversationId, info.lastSeq, now);
-      await run(trx, UPSERT_MESSAGE, upsertBindings(messageParams(info.conversationId, m, status, now)));
+      await run(trx, UPSERT.sql, UPSERT.bindings(messageParams(info.conversationId, m, status, now)));
       await this.touch(trx, info.conversationId, info.lastSeq, now);
     });
   }
@@ -250,7 +246,7 @@ export class PgHistoryStore {
 
   /** The conversation row, locked for this transaction. */
   private lock(trx: Db, conversationId: string) {
-    return one<ConversationLock>(trx, 'SELECT last_seq, seq_reserved, active_segment_id, provider, model FROM conversations WHERE id = ? FOR UPDATE', [conversationId]);
+    return one<ConversationLock>(trx, `${SQL.conversationSeq} FOR UPDATE`, [conversationId]);
   }
 
   /** Create the conversation (with its first segment) unless it exists, and lock its row either way. */
@@ -265,7 +261,7 @@ export class PgHistoryStore {
       [conversationId, now, now, lastSeq, lastSeq, segmentId],
     );
     if (created) {
-      await run(trx, 'INSERT INTO segments (id, conversation_id, parent_segment_id, summary, checkpoint, created_at) VALUES (?, ?, NULL, NULL, NULL, ?)', [segmentId, conversationId, now]);
+      await run(trx, SQL.insertSegment, segmentBindings({ id: segmentId, conversationId, parentId: null, summary: null, checkpoint: null, now }));
     }
     // Another process created it meanwhile: ON CONFLICT waited for its commit, so the row is there to lock.
     return (await this.lock(trx, conversationId))!;
@@ -276,25 +272,20 @@ export class PgHistoryStore {
     if (!conv) return undefined;
     let carryFrom: number | undefined;
     if (carryFromMessageId !== undefined && carryFromMessageId !== null) {
-      const at = await one<{ ordinal: number }>(trx, 'SELECT ordinal FROM messages WHERE conversation_id = ? AND id = ?', [conversationId, carryFromMessageId]);
+      const at = await one<{ ordinal: number }>(trx, SQL.messageAt, [conversationId, carryFromMessageId]);
       if (!at) throw new UsageError(`history.startSegment: options.carryFromMessageId: message "${carryFromMessageId}" is not in conversation "${conversationId}"`);
       carryFrom = at.ordinal;
     }
     const now = Date.now();
     const id = newSegmentId();
-    await run(trx, 'INSERT INTO segments (id, conversation_id, parent_segment_id, summary, checkpoint, created_at) VALUES (?, ?, ?, ?, ?, ?)', [id, conversationId, conv.active_segment_id, summary, checkpoint ? JSON.stringify(checkpoint) : null, now]);
-    if (carryFrom !== undefined) await run(trx, 'UPDATE messages SET segment_id = ? WHERE conversation_id = ? AND ordinal >= ?', [id, conversationId, carryFrom]);
-    await run(trx, 'UPDATE conversations SET active_segment_id = ?, updated_at = ? WHERE id = ?', [id, now, conversationId]);
+    await run(trx, SQL.insertSegment, segmentBindings({ id, conversationId, parentId: conv.active_segment_id, summary, checkpoint: checkpoint ? JSON.stringify(checkpoint) : null, now }));
+    if (carryFrom !== undefined) await run(trx, SQL.carryMessages, [id, conversationId, carryFrom]);
+    await run(trx, SQL.activateSegment, [id, now, conversationId]);
     return id;
   }
 
-  private recordUsage(trx: Db, u: { conversationId: string; messageId: string | null; runId: string; round: number; provider: string; model: string; usage: Usage; now: number }) {
-    return run(
-      trx,
-      `INSERT INTO usage (conversation_id, message_id, run_id, round, provider, model, input_tokens, output_tokens,
-         cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [u.conversationId, u.messageId, u.runId, u.round, u.provider, u.model, u.usage.inputTokens, u.usage.outputTokens, u.usage.cacheReadTokens ?? 0, u.usage.cacheWriteTokens ?? 0, u.usage.reasoningTokens ?? 0, u.usage.costUsd ?? null, u.now],
-    );
+  private recordUsage(trx: Db, u: UsageFacts) {
+    return run(trx, SQL.insertUsage, usageBindings(u));
   }
 
   private write<T>(fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> {

@@ -1,8 +1,9 @@
 /**
  * history-sqlite: the chat-history store. Answers the kernel's persistence hooks (load, user
  * message, coalesced streaming progress, round commit, truncation, turn end) from
- * `$LIVEAGENT_HOME/liveagent.db`, and provides the `history` service (see service.ts) that
- * hosts and other plugins browse and manage conversations with.
+ * `$LIVEAGENT_HOME/liveagent.db`, and provides the `history` service (plugin-api.d.ts, ServiceMap
+ * `history`; built in lib/history-shared, shared with history-postgres) that hosts and other
+ * plugins browse and manage conversations with.
  *
  * Settings (`pluginSettings["history-sqlite"]`): `file` (database path, relative to the home;
  * default `liveagent.db`), `busyTimeoutMs` (how long a write waits for another process holding
@@ -15,16 +16,11 @@ import { definePlugin } from '../../core/define-plugin.js';
 import { closeDatabase, openDatabase, type HistoryDatabase } from './database.js';
 import { configuredDatabaseUrl } from '../../lib/database/url.js';
 import { createHistoryService } from './queries.js';
-import { HISTORY_SERVICE, type HistoryService } from './service.js';
+import type { HistoryService } from '../../plugin-api.js';
+import { HISTORY_SERVICE, lazyHistoryService } from '../../lib/history-shared/queries.js';
+import { runFactsOf } from '../../lib/history-shared/store-rules.js';
 import { HistoryStore } from './store.js';
 import { storeLifecycle, type StoreLifecycle } from '../../lib/store-lifecycle.js';
-
-// Declared here, so a consumer gets `ctx.service('history')` typed without importing this plugin.
-declare module '../../plugin-api.js' {
-  interface ServiceMap {
-    history: HistoryService;
-  }
-}
 
 export const HistorySettingsSchema = z.strictObject({
   file: z.string().min(1, 'must be a non-empty path').optional(),
@@ -70,7 +66,7 @@ export default definePlugin({
         ctx.logger.debug(`closed ${file}`);
       },
     );
-    const { open, track, close } = life;
+    const { open, close } = life;
     ctx.hooks.ready.tap(() => {
       open().catch((err) => ctx.logger.error(`cannot open the history database ${file}: ${(err as Error).message}`));
     });
@@ -87,7 +83,8 @@ export default definePlugin({
       const store = await withStore();
       store.saveUserMessage(message, info);
       // The conversation row learns what it runs with (shown in lists, used to continue it).
-      if (info.run) store.saveRunFacts({ conversationId: info.conversationId, provider: info.run.provider, model: info.run.model, mode: info.run.mode, workdir: info.run.workdir });
+      const facts = runFactsOf(info);
+      if (facts) store.saveRunFacts(facts);
     });
     hooks.saveProgress.tap(async (message, info) => (await withStore()).saveProgress(message, info));
     hooks.saveRound.tap(async (round) => (await withStore()).saveRound(round));
@@ -99,16 +96,7 @@ export default definePlugin({
     hooks.turnEnd.tap(async (_result, info) => (await withStore()).saveLastSeq(info));
 
     // The service is usable at once; each call waits for the database to be open.
-    const lazy = new Proxy({} as HistoryService, {
-      // Not a thenable, and no symbol keys: only method names become async forwarders.
-      get: (_t, key) => (key === 'then' || typeof key === 'symbol' ? undefined : async (...args: unknown[]) => {
-        const { service } = await open();
-        const fn = (service as unknown as Record<PropertyKey, (...a: unknown[]) => unknown>)[key];
-        if (typeof fn !== 'function') throw new Error(`history service has no method ${String(key)}`);
-        return fn.apply(service, args);
-      }),
-    });
-    ctx.provide(HISTORY_SERVICE, lazy);
+    ctx.provide(HISTORY_SERVICE, lazyHistoryService(open));
   },
 });
 

@@ -15,18 +15,29 @@ export class McpManager {
   private optionsError: string | undefined;
   private started = false;
   private stopping: Promise<void> | undefined;
+  private readonly host: ConnectionHost;
+  /** The `mcpServers` entries the servers were last built from. */
+  private entries: Record<string, unknown>;
+  /** Servers removed from settings, still shutting down. */
+  private readonly retiring = new Set<Promise<void>>();
 
   constructor(private readonly ctx: PluginContext, entries: Record<string, unknown>) {
     this.readOptions(ctx.settings.get().mcp);
-    ctx.subscriptions.push(ctx.settings.onChange((s) => this.readOptions(s.mcp)));
-    const host: ConnectionHost = {
+    ctx.subscriptions.push(
+      ctx.settings.onChange((s) => {
+        this.readOptions(s.mcp);
+        this.sync(s.mcpServers);
+      }),
+    );
+    this.entries = entries;
+    const host: ConnectionHost = (this.host = {
       logger: ctx.logger,
       options: () => this.options,
       // Withdrawn registrations leave ctx.subscriptions by themselves (the kernel tracks them).
       registerTool: (tool) => ctx.registerTool(tool),
       takenNames: (own) => new Set(ctx.runtime.tools().map((t) => t.name).filter((n) => !own.has(n))),
       changed: () => this.notify(),
-    };
+    });
     const segments = serverSegments(Object.keys(entries));
     for (const [name, raw] of Object.entries(entries)) {
       const parsed = parseServerEntry(name, raw);
@@ -106,8 +117,44 @@ export class McpManager {
 
   /** Stop every server; resolves once their children are gone. Safe to call twice. */
   stop(): Promise<void> {
-    this.stopping ??= Promise.all([...this.servers.values()].map((s) => s.stop())).then(() => undefined);
+    this.stopping ??= Promise.all([...[...this.servers.values()].map((s) => s.stop()), ...this.retiring]).then(() => undefined);
     return this.stopping;
+  }
+
+  /**
+   * `mcpServers` changed (a save here, an edit of the file, or another process of a team with
+   * shared settings): a server added is connected, one removed is stopped, one whose entry
+   * changed is restarted with it. Unchanged entries are left alone.
+   */
+  private sync(raw: unknown): void {
+    if (this.stopping) return;
+    const next = raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {};
+    const before = this.entries;
+    this.entries = next;
+    let changed = false;
+    for (const [name, server] of [...this.servers]) {
+      if (Object.hasOwn(next, name)) continue;
+      changed = true;
+      this.servers.delete(name);
+      const done = server.stop().finally(() => this.retiring.delete(done));
+      this.retiring.add(done);
+    }
+    const segments = serverSegments(Object.keys(next));
+    for (const [name, entry] of Object.entries(next)) {
+      const known = this.servers.get(name);
+      if (known && JSON.stringify(before[name]) === JSON.stringify(entry)) continue;
+      changed = true;
+      const parsed = parseServerEntry(name, entry);
+      if (!parsed.ok) this.ctx.reportFailure(parsed.error);
+      if (known) {
+        void known.restart(parsed.ok ? parsed.config : undefined, parsed.ok ? undefined : parsed.error);
+        continue;
+      }
+      const server = new ServerConnection(name, segments.get(name)!, parsed.ok ? parsed.config : undefined, parsed.ok ? undefined : parsed.error, this.host);
+      this.servers.set(name, server);
+      if (this.started) void server.start();
+    }
+    if (changed) this.notify();
   }
 
   private readOptions(raw: unknown): void {

@@ -44,14 +44,14 @@ export class Commands {
 
   constructor(private readonly o: CommandsOptions) {}
 
-  async forward(owner: string, conversationId: string, payload: unknown): Promise<ForwardOutcome> {
+  async forward(owner: string, conversationId: string, payload: unknown, timeoutMs = this.o.limits().forwardTimeoutMs): Promise<ForwardOutcome> {
     const { knex } = this.o;
     const id = await knex.transaction(async (trx) => {
       const row = (await trx.raw('INSERT INTO team_commands (owner, sender, payload) VALUES (?, ?, ?) RETURNING id', [owner, this.o.self, JSON.stringify(payload)])).rows[0] as { id: number };
       await trx.raw('SELECT pg_notify(?, ?)', [commandChannel(owner), String(row.id)]);
       return Number(row.id);
     });
-    const deadline = Date.now() + this.o.limits().forwardTimeoutMs;
+    const deadline = Date.now() + timeoutMs;
     try {
       for (;;) {
         const row = (await knex.raw('SELECT state, reply FROM team_commands WHERE id = ?', [id])).rows[0] as { state: string; reply: string | null } | undefined;

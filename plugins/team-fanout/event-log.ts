@@ -8,11 +8,22 @@
  *
  * Per conversation everything that touches the cursor runs one at a time (`serial`), so a replay
  * can hand its events over with nothing of that conversation published in between.
+ *
+ * Notices (a conversation's queue changed) ride in the same buffer, after the events logged
+ * before them, and ring on their own channel in the same transaction: a reader folds in those
+ * events before it passes the notice on, so its clients see them in the owner's order.
+ *
+ * The cursors are the only per-conversation state kept for good: at most
+ * `maxTrackedConversations`, the least recently active dropped first (never one whose remote run
+ * is open). A dropped one is found again from the table (its next doorbell names the batch's
+ * first seq, so nothing newer than what was folded is skipped).
  */
 import type { Knex } from 'knex';
+import { z } from 'zod';
 import type { LifecycleEvent, Logger } from '../../plugin-api.js';
 
 export const EVENTS_CHANNEL = 'liveagent_team_events';
+export const NOTICES_CHANNEL = 'liveagent_team_notices';
 
 export interface EventLogOptions {
   knex: Knex;
@@ -21,7 +32,9 @@ export interface EventLogOptions {
   logger: Logger;
   /** Fold and fan out an event another process produced. */
   publish(e: LifecycleEvent): void;
-  limits(): { batchDelayMs: number; batchMaxRows: number; maxBufferedEvents: number; replayMaxEvents: number; replayWaitMs: number };
+  /** A notice another process logged (`message` undefined: too big for a doorbell, ask `origin`); after the events logged before it. */
+  noticed?(conversationId: string, origin: string, message: Record<string, unknown> | undefined): Promise<void> | void;
+  limits(): { batchDelayMs: number; batchMaxRows: number; maxBufferedEvents: number; replayMaxEvents: number; replayWaitMs: number; maxTrackedConversations?: number };
 }
 
 interface Row {
@@ -30,13 +43,21 @@ interface Row {
   type: string;
   origin: string;
   event: LifecycleEvent;
+  /** A notice's doorbell payload (not an event: `seq` is the conversation's cursor when it was sent). */
+  notice?: string;
 }
 
 interface Doorbell {
   c: string;
+  /** The highest seq of the batch, and its lowest (older writers do not send it). */
   s: number;
+  f?: number;
   o: string;
 }
+
+const NoticeBell = z.object({ c: z.string(), o: z.string(), s: z.number(), m: z.looseObject({ type: z.string() }).optional() });
+
+const DEFAULT_MAX_TRACKED = 10_000;
 
 const CATCH_UP_PAGE = 2000;
 /** Conversations per poll query. */
@@ -70,6 +91,22 @@ export class EventLog {
       this.warnedFull = true;
     }
     this.buffer.push({ conversationId: e.conversationId, seq: e.seq, type: e.type, origin, event: e });
+    this.schedule();
+  }
+
+  /** A conversation notice of this process (a queue change): rings after the events logged before it. */
+  notice(conversationId: string, message: Record<string, unknown>): void {
+    if (this.closed) return;
+    const s = this.cursors.get(conversationId) ?? 0;
+    let payload = JSON.stringify({ c: conversationId, o: this.o.self, s, m: message });
+    // NOTIFY payloads stop at 8000 bytes: a long queue is only announced (readers ask the owner).
+    if (Buffer.byteLength(payload) >= 7900) payload = JSON.stringify({ c: conversationId, o: this.o.self, s });
+    this.buffer.push({ conversationId, seq: s, type: 'notice', origin: this.o.self, event: undefined as never, notice: payload });
+    this.schedule();
+  }
+
+  private schedule(): void {
+    const limits = this.o.limits();
     if (this.buffer.length >= limits.batchMaxRows) void this.flush();
     else if (!this.timer) {
       this.timer = setTimeout(() => void this.flush(), limits.batchDelayMs);
@@ -78,7 +115,35 @@ export class EventLog {
   }
 
   private advance(conversationId: string, seq: number): void {
-    if (seq > (this.cursors.get(conversationId) ?? 0)) this.cursors.set(conversationId, seq);
+    const had = this.cursors.get(conversationId);
+    if (had !== undefined && seq <= had) return;
+    this.track(conversationId, seq);
+  }
+
+  /** Set a cursor as the most recently active one (a Map keeps insertion order: the oldest come first). */
+  private track(conversationId: string, seq: number): void {
+    const had = this.cursors.has(conversationId);
+    if (had) this.cursors.delete(conversationId);
+    this.cursors.set(conversationId, seq);
+    if (!had) this.bound();
+  }
+
+  /** How many conversations this process tracks (see maxTrackedConversations). */
+  get tracked(): number {
+    return this.cursors.size;
+  }
+
+  private bound(): void {
+    const max = this.o.limits().maxTrackedConversations ?? DEFAULT_MAX_TRACKED;
+    if (this.cursors.size <= max) return;
+    // Down to 90 %, so a full map does not scan on every new conversation.
+    let drop = this.cursors.size - Math.floor(max * 0.9);
+    for (const c of this.cursors.keys()) {
+      if (drop <= 0) break;
+      if (this.openRemote.has(c) || this.chains.has(c)) continue;
+      this.cursors.delete(c);
+      drop--;
+    }
   }
 
   /** Write what is buffered (one batch at a time, in order); resolves once it is committed. */
@@ -114,16 +179,24 @@ export class EventLog {
   }
 
   private async write(batch: Row[]): Promise<void> {
-    const rows = batch.map((r) => ({ conversation_id: r.conversationId, seq: r.seq, type: r.type, origin: r.origin, ts: r.event.ts, event: JSON.stringify(r.event) }));
+    const events = batch.filter((r) => r.notice === undefined);
+    const notices = batch.flatMap((r) => (r.notice === undefined ? [] : [r.notice]));
+    const rows = events.map((r) => ({ conversation_id: r.conversationId, seq: r.seq, type: r.type, origin: r.origin, ts: r.event.ts, event: JSON.stringify(r.event) }));
     const bells = new Map<string, Doorbell>();
-    for (const r of batch) {
+    for (const r of events) {
       const b = bells.get(r.conversationId);
-      if (!b || r.seq > b.s) bells.set(r.conversationId, { c: r.conversationId, s: r.seq, o: r.origin });
+      if (!b) bells.set(r.conversationId, { c: r.conversationId, s: r.seq, f: r.seq, o: r.origin });
+      else {
+        b.s = Math.max(b.s, r.seq);
+        b.f = Math.min(b.f!, r.seq);
+      }
     }
     await this.o.knex.transaction(async (trx) => {
       // A process that lost its lease while stalled may write seqs another run wrote: the first one stays.
-      await trx('team_events').insert(rows).onConflict(['conversation_id', 'seq']).ignore();
-      await trx.raw('SELECT pg_notify(?, p) FROM unnest(?::text[]) AS p', [EVENTS_CHANNEL, [...bells.values()].map(doorbellPayload)]);
+      if (rows.length) await trx('team_events').insert(rows).onConflict(['conversation_id', 'seq']).ignore();
+      if (bells.size) await trx.raw('SELECT pg_notify(?, p) FROM unnest(?::text[]) AS p', [EVENTS_CHANNEL, [...bells.values()].map(doorbellPayload)]);
+      // Notified in the order sent, after the events' doorbells (PostgreSQL keeps a transaction's order).
+      if (notices.length) await trx.raw('SELECT pg_notify(?, p) FROM unnest(?::text[]) WITH ORDINALITY AS n(p, i) ORDER BY i', [NOTICES_CHANNEL, notices]);
     });
   }
 
@@ -148,7 +221,24 @@ export class EventLog {
       return;
     }
     if (bell.o === this.o.self || bell.s <= (this.cursors.get(bell.c) ?? 0)) return;
-    void this.catchUp(bell.c).catch((err) => this.o.logger.warn(`catching up conversation ${bell.c} failed: ${(err as Error).message}`));
+    void this.catchUp(bell.c, bell.f).catch((err) => this.o.logger.warn(`catching up conversation ${bell.c} failed: ${(err as Error).message}`));
+  }
+
+  /** A notice doorbell: passed on once the events logged before it are folded in. */
+  ringNotice(payload: string | undefined): void {
+    let bell: z.infer<typeof NoticeBell>;
+    try {
+      const parsed = NoticeBell.safeParse(JSON.parse(payload ?? ''));
+      if (!parsed.success) return;
+      bell = parsed.data;
+    } catch {
+      return;
+    }
+    if (bell.o === this.o.self || this.closed || !this.o.noticed) return;
+    void this.serial(bell.c, async () => {
+      if ((this.cursors.get(bell.c) ?? 0) < bell.s) await this.catchUpNow(bell.c);
+      await this.o.noticed!(bell.c, bell.o, bell.m);
+    }).catch((err) => this.o.logger.warn(`a notice of conversation ${bell.c} failed: ${(err as Error).message}`));
   }
 
   /** After a lost LISTEN connection, or on the poll: every conversation this process tracks. */
@@ -172,12 +262,13 @@ export class EventLog {
   }
 
   /** Fold in what other processes logged for a conversation since the cursor. */
-  catchUp(conversationId: string): Promise<void> {
+  catchUp(conversationId: string, from?: number): Promise<void> {
     if (this.closed) return Promise.resolve();
-    return this.serial(conversationId, () => this.catchUpNow(conversationId));
+    return this.serial(conversationId, () => this.catchUpNow(conversationId, from));
   }
 
-  private async catchUpNow(conversationId: string): Promise<void> {
+  /** `from`: the first seq of a batch a doorbell announced (news: folded even on first sight). */
+  private async catchUpNow(conversationId: string, from?: number): Promise<void> {
     let cursor = this.cursors.get(conversationId);
     if (cursor === undefined) {
       // First sight: a run still going is folded in from its agent_start (so a snapshot here
@@ -193,8 +284,9 @@ export class EventLog {
       if (cursor === undefined) {
         if (r.last === null) return;
         const open = r.started !== null && (r.ended === null || r.ended < r.started);
-        cursor = open ? r.started! - 1 : r.last;
-        this.cursors.set(conversationId, cursor);
+        cursor = open ? Number(r.started) - 1 : Number(r.last);
+        if (from !== undefined && from - 1 < cursor) cursor = Math.max(0, from - 1);
+        this.track(conversationId, cursor);
       }
     }
     for (;;) {
@@ -212,7 +304,7 @@ export class EventLog {
   private fold(r: { seq: number; origin: string; event: string }): LifecycleEvent {
     const e = JSON.parse(r.event) as LifecycleEvent;
     if (r.seq > (this.cursors.get(e.conversationId) ?? 0)) {
-      this.cursors.set(e.conversationId, r.seq);
+      this.track(e.conversationId, Number(r.seq));
       if (r.origin !== this.o.self) {
         if (e.type === 'agent_start') this.openRemote.set(e.conversationId, e.runId);
         else if (e.type === 'agent_end' && this.openRemote.get(e.conversationId) === e.runId) this.openRemote.delete(e.conversationId);
@@ -235,7 +327,7 @@ export class EventLog {
       // bring only what comes after what is handed over.
       await this.catchUpNow(conversationId);
       const first = (await this.o.knex('team_events').min({ seq: 'seq' }).where('conversation_id', conversationId).first()) as { seq: number | null } | undefined;
-      const local = () => [...this.inflight, ...this.buffer].filter((r) => r.conversationId === conversationId);
+      const local = () => [...this.inflight, ...this.buffer].filter((r) => r.conversationId === conversationId && r.notice === undefined);
       const lowest = first?.seq ?? local()[0]?.seq;
       if (lowest === undefined || lowest > lastSeq) return false;
       // The client saw events live elsewhere that their writer has not committed yet (its batch is
@@ -300,7 +392,8 @@ function doorbellPayload(b: Doorbell): string {
 function parseDoorbell(payload: string | undefined): Doorbell | undefined {
   try {
     const v = JSON.parse(payload ?? '') as Partial<Doorbell>;
-    return typeof v.c === 'string' && typeof v.s === 'number' && typeof v.o === 'string' ? (v as Doorbell) : undefined;
+    if (typeof v.c !== 'string' || typeof v.s !== 'number' || typeof v.o !== 'string') return undefined;
+    return typeof v.f === 'number' && v.f <= v.s ? (v as Doorbell) : { c: v.c, s: v.s, o: v.o };
   } catch {
     return undefined;
   }

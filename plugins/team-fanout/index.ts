@@ -11,14 +11,15 @@
  * Settings (top-level `team`, every one optional): `leaseMs` (15000), `batchDelayMs` (15),
  * `batchMaxRows` (500), `maxBufferedEvents` (100000), `replayMaxEvents` (20000), `replayWaitMs` (2000),
  * `forwardTimeoutMs` (60000), `pollMs` (2000), `retentionMs` (3600000), `retentionEvents`
- * (20000 per conversation), `pruneIntervalMs` (60000), `poolMax` (4), `acquireTimeoutMs` (10000).
+ * (20000 per conversation), `pruneIntervalMs` (60000), `maxTrackedConversations` (10000), `poolMax` (4),
+ * `acquireTimeoutMs` (10000).
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { z } from 'zod';
 import { definePlugin } from '../../core/define-plugin.js';
-import type { GatewayService } from '../gateway/gateway.js';
 import { configuredDatabaseUrl, isPostgresUrl, redactUrl } from '../../lib/database/url.js';
+import type { ChatQueueItem, ServerMessage } from '../../lib/gateway-protocol/protocol.js';
 import { loadPg, openTeamDatabase } from './database.js';
 import { Team, type TeamLimits } from './team.js';
 
@@ -36,6 +37,7 @@ export const TeamSettingsSchema = z.strictObject({
   retentionMs: ms.optional(),
   retentionEvents: z.number().int().min(1).max(10_000_000).optional(),
   pruneIntervalMs: ms.optional(),
+  maxTrackedConversations: z.number().int().min(10).max(10_000_000).optional(),
   poolMax: z.number().int().min(2).max(100).optional(),
   acquireTimeoutMs: ms.optional(),
 });
@@ -54,6 +56,7 @@ export const TEAM_DEFAULTS: TeamLimits & { poolMax: number; acquireTimeoutMs: nu
   retentionMs: 3_600_000,
   retentionEvents: 20_000,
   pruneIntervalMs: 60_000,
+  maxTrackedConversations: 10_000,
   poolMax: 4,
   acquireTimeoutMs: 10_000,
 };
@@ -70,7 +73,7 @@ export default definePlugin({
     const configured = configuredDatabaseUrl(ctx.settings.get());
     if (!configured || !isPostgresUrl(configured.url)) return;
     const url = configured.url;
-    const limits = () => ({ ...TEAM_DEFAULTS, ...(ctx.config as TeamSettings) });
+    const limits = () => ({ ...TEAM_DEFAULTS, ...ctx.config });
     // Channel names are identifiers: lowercase hex only.
     const self = randomBytes(6).toString('hex');
     let team: Team | undefined;
@@ -78,7 +81,7 @@ export default definePlugin({
     let closed = false;
 
     ctx.hooks.ready.tap(() => {
-      const gateway = ctx.service<GatewayService>('gateway');
+      const gateway = ctx.service('gateway');
       if (!gateway || typeof gateway.setRemote !== 'function') return; // a host without the gateway (the CLI)
       starting = (async () => {
         const l = limits();
@@ -110,10 +113,14 @@ export default definePlugin({
       starting.catch((err) => ctx.logger.error(`the team fan-out is not running (runs stay local to this process): ${(err as Error).message}`));
       // Routing waits for the opening: a send that arrives first must not start a second owner's run.
       ctx.subscriptions.push(
+        // The gateway hands its remote only items it validated (ChatQueueSchema) and server messages it built.
         gateway.setRemote({
-          route: async (item) => (await starting!.catch(() => undefined))?.route(item),
+          route: async (item) => (await starting!.catch(() => undefined))?.route(item as ChatQueueItem),
           catchUp: async (c) => (await starting!.catch(() => undefined))?.catchUp(c),
           replay: async (c, lastSeq, deliver) => (await (await starting!.catch(() => undefined))?.replay(c, lastSeq, deliver)) ?? false,
+          running: (c) => team?.running(c) ?? false,
+          queue: async (c) => (await starting!.catch(() => undefined))?.queue(c),
+          notified: (c, m) => team?.notified(c, m as ServerMessage),
         }),
       );
       ctx.subscriptions.push(ctx.runtime.onEvent((e) => team?.observe(e)));

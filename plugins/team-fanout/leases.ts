@@ -48,6 +48,13 @@ export class Leases {
     return row?.owner;
   }
 
+  /** Those of these conversations some process holds a live lease of. */
+  async live(conversationIds: string[]): Promise<Set<string>> {
+    if (!conversationIds.length) return new Set();
+    const rows = (await this.knex.raw('SELECT conversation_id FROM team_leases WHERE conversation_id = ANY(?::text[]) AND expires_at > now()', [conversationIds])).rows as Array<{ conversation_id: string }>;
+    return new Set(rows.map((r) => r.conversation_id));
+  }
+
   /** Extend the leases of these conversations; returns those this process no longer holds. */
   async renew(conversationIds: string[]): Promise<string[]> {
     if (!conversationIds.length) return [];

@@ -1,17 +1,22 @@
 /**
- * One process of a team server: the GatewayRemote the gateway routes through (gateway.ts,
- * setRemote). It logs this process's events (event-log.ts), folds in the other processes' ones,
- * takes a conversation's lease before starting a run there (leases.ts), forwards an item for a
+ * One process of a team server: the GatewayRemote (plugin-api.d.ts) the gateway routes through
+ * (GatewayService.setRemote). It logs this process's events (event-log.ts), folds in the other
+ * processes' ones, takes a conversation's lease before starting a run there (leases.ts), forwards an item for a
  * conversation another live process owns (commands.ts), and when it takes over from a process
  * that died mid-run, closes that run for every client with one `agent_end` (status `error`).
+ *
+ * Non-owners show the owner's truth: a conversation is `running` here while another process's
+ * run of it is open in the log, and its queue is the owner's (queue notices ride the event log;
+ * a subscribe here asks the owner when it has not heard one). A run whose owner's lease lapsed
+ * (the owner died, and nobody sent to the conversation since) is closed by whichever process
+ * notices first, so it does not show as running forever.
  */
 import type { Knex } from 'knex';
-import type { LifecycleEvent, Logger, RuntimeApi } from '../../plugin-api.js';
-import type { GatewayRemote, GatewayService } from '../gateway/gateway.js';
-import type { ChatQueueItem } from '../gateway/protocol.js';
+import type { GatewayRemote, GatewayService, LifecycleEvent, Logger, RuntimeApi } from '../../plugin-api.js';
+import type { ChatQueueItem, QueuedItem, ServerMessage } from '../../lib/gateway-protocol/protocol.js';
 import { Commands, commandChannel, replyChannel, type StoredReply } from './commands.js';
 import type { PgClient } from './database.js';
-import { EVENTS_CHANNEL, EventLog } from './event-log.js';
+import { EVENTS_CHANNEL, EventLog, NOTICES_CHANNEL } from './event-log.js';
 import { Leases } from './leases.js';
 
 export interface TeamLimits {
@@ -27,6 +32,8 @@ export interface TeamLimits {
   retentionMs: number;
   retentionEvents: number;
   pruneIntervalMs: number;
+  /** Conversations whose cursor (and queue) this process keeps at most; the least recently active go first. */
+  maxTrackedConversations: number;
 }
 
 export interface TeamOptions {
@@ -61,6 +68,13 @@ export class Team implements GatewayRemote {
   private readonly commands: Commands;
   /** Conversations whose lease this process took: renewed while their run goes. */
   private readonly held = new Set<string>();
+  /**
+   * Queues by conversation: this process's own non-empty ones (to answer other processes), and
+   * the last one heard from another owner (bounded like the cursors).
+   */
+  private readonly queues = new Map<string, { owner: string; items: QueuedItem[] }>();
+  /** Open remote runs whose lease was found lapsed by the last poll (closed if still so at the next). */
+  private lapsed = new Set<string>();
   private listener: PgClient | undefined;
   private timers: NodeJS.Timeout[] = [];
   private closed = false;
@@ -68,7 +82,14 @@ export class Team implements GatewayRemote {
 
   constructor(private readonly o: TeamOptions) {
     this.leases = new Leases(o.knex, o.self, () => o.limits().leaseMs);
-    this.log = new EventLog({ knex: o.knex, self: o.self, logger: o.logger, publish: (e) => o.gateway.publishRemote(e), limits: () => o.limits() });
+    this.log = new EventLog({
+      knex: o.knex,
+      self: o.self,
+      logger: o.logger,
+      publish: (e) => o.gateway.publishRemote(e),
+      noticed: (c, origin, m) => this.noticed(c, origin, m),
+      limits: () => o.limits(),
+    });
     this.commands = new Commands({
       knex: o.knex,
       self: o.self,
@@ -88,7 +109,10 @@ export class Team implements GatewayRemote {
     };
     const l = this.o.limits();
     every(Math.max(50, Math.floor(l.leaseMs / 3)), () => this.renew());
-    every(l.pollMs, () => this.log.poll());
+    every(l.pollMs, async () => {
+      await this.log.poll();
+      await this.reap();
+    });
     every(l.pruneIntervalMs, async () => {
       await this.log.prune(this.o.limits().retentionMs, this.o.limits().retentionEvents);
       await this.commands.prune(Math.max(this.o.limits().forwardTimeoutMs * 2, 3_600_000));
@@ -145,8 +169,71 @@ export class Team implements GatewayRemote {
     return this.log.replay(conversationId, lastSeq, deliver);
   }
 
+  running(conversationId: string): boolean {
+    return this.log.openRemote.has(conversationId);
+  }
+
+  async queue(conversationId: string): Promise<QueuedItem[] | undefined> {
+    if (this.closed) return undefined;
+    const owner = await this.leases.owner(conversationId);
+    if (!owner || owner === this.o.self) return undefined;
+    const known = this.queues.get(conversationId);
+    if (known?.owner === owner) return known.items;
+    return this.askQueue(owner, conversationId);
+  }
+
+  notified(conversationId: string, message: ServerMessage): void {
+    if (this.closed) return;
+    if (message.type === 'queue') {
+      if (message.items.length) this.remember(conversationId, this.o.self, message.items);
+      else this.queues.delete(conversationId);
+    }
+    this.log.notice(conversationId, message as unknown as Record<string, unknown>);
+  }
+
+  // ── Queues ──────────────────────────────────────────────────────────────────────────────
+  private remember(conversationId: string, owner: string, items: QueuedItem[]): void {
+    this.queues.delete(conversationId);
+    this.queues.set(conversationId, { owner, items });
+    const max = this.o.limits().maxTrackedConversations;
+    if (this.queues.size <= max) return;
+    for (const [c, q] of this.queues) {
+      if (this.queues.size <= max) break;
+      if (q.owner !== this.o.self) this.queues.delete(c); // an own queue is what other processes ask for
+    }
+  }
+
+  /** The owner's queue, asked through the commands (a subscribe waits for it at most replayWaitMs). */
+  private async askQueue(owner: string, conversationId: string): Promise<QueuedItem[] | undefined> {
+    const out = await this.commands.forward(owner, conversationId, { queueOf: conversationId }, Math.max(100, this.o.limits().replayWaitMs));
+    if (out.kind !== 'reply' || !out.reply.ok || !Array.isArray(out.reply.data)) return undefined;
+    const items = out.reply.data as QueuedItem[];
+    this.remember(conversationId, owner, items);
+    return items;
+  }
+
+  /** A notice another process logged: its queue (remembered), passed on to the subscribers here. */
+  private async noticed(conversationId: string, origin: string, m: Record<string, unknown> | undefined): Promise<void> {
+    let message = m as ServerMessage | undefined;
+    if (!message) {
+      const items = await this.askQueue(origin, conversationId);
+      if (!items) return;
+      message = { type: 'queue', conversationId, items };
+    }
+    if (message.type === 'queue') {
+      if (!Array.isArray(message.items)) return;
+      this.remember(conversationId, origin, message.items);
+    }
+    this.o.gateway.notifyRemote(conversationId, message);
+  }
+
   // ── Forwarded items ─────────────────────────────────────────────────────────────────────
   private async serve(payload: unknown): Promise<StoredReply> {
+    const queueOf = (payload as { queueOf?: unknown }).queueOf;
+    if (typeof queueOf === 'string') {
+      const q = this.queues.get(queueOf);
+      return { ok: true, data: q?.owner === this.o.self ? q.items : [] };
+    }
     const item = (payload as { item?: ChatQueueItem }).item;
     if (!item || typeof item !== 'object') return { ok: false, error: { code: 'bad_request', message: 'a forwarded command without an item' } };
     const c = conversationOf(item);
@@ -196,6 +283,30 @@ export class Team implements GatewayRemote {
     this.o.logger.warn(`took conversation ${conversationId} over from process ${from}, which stopped mid-run`);
   }
 
+  /**
+   * Open remote runs whose owner holds no live lease on two polls in a row: the owner died (or
+   * shut down) mid-run and nobody sent to the conversation since. The lease is taken (so one
+   * process closes it) and the run closed as a take-over would.
+   */
+  private async reap(): Promise<void> {
+    if (this.closed) return;
+    const open = [...this.log.openRemote.keys()].filter((c) => !this.o.runtime.activeRun(c));
+    const live = await this.leases.live(open);
+    const next = new Set<string>();
+    for (const c of open) {
+      if (live.has(c)) continue;
+      if (!this.lapsed.has(c)) {
+        next.add(c);
+        continue;
+      }
+      const claim = await this.leases.claim(c);
+      if (!claim.mine) continue;
+      this.held.add(c);
+      await this.closeOrphanRun(c, claim.tookOverFrom ?? 'a process that shut down');
+    }
+    this.lapsed = next;
+  }
+
   private async renew(): Promise<void> {
     if (this.closed) return;
     const busy = [...this.held].filter((c) => this.o.runtime.activeRun(c));
@@ -216,6 +327,7 @@ export class Team implements GatewayRemote {
     const rep = replyChannel(this.o.self);
     client.on('notification', (n) => {
       if (n.channel === EVENTS_CHANNEL) this.log.ring(n.payload);
+      else if (n.channel === NOTICES_CHANNEL) this.log.ringNotice(n.payload);
       else if (n.channel === cmd) this.commands.arrived(n.payload);
       else if (n.channel === rep) this.commands.replied(n.payload);
     });
@@ -228,6 +340,7 @@ export class Team implements GatewayRemote {
     client.on('error', lost);
     client.on('end', () => lost());
     await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+    await client.query(`LISTEN ${NOTICES_CHANNEL}`);
     await client.query(`LISTEN ${cmd}`);
     await client.query(`LISTEN ${rep}`);
     this.listener = client;
@@ -241,7 +354,8 @@ export class Team implements GatewayRemote {
         await new Promise((r) => setTimeout(r, delay).unref());
         try {
           await this.connect();
-          // What rang while nobody listened: read it from the tables.
+          // What rang while nobody listened: read it from the tables (queues: asked again).
+          for (const [c, q] of this.queues) if (q.owner !== this.o.self) this.queues.delete(c);
           this.log.catchUpAll();
           this.commands.arrived(undefined);
           return;

@@ -23,6 +23,8 @@ export default definePlugin({
     ctx.provide('cli.interaction', createCliInteraction(table, service));
     // Runs are stopped before shutdown, which cancels their questions; this catches the rest.
     ctx.hooks.shutdown.tap(() => table.cancelAll('the host is shutting down'));
+    // Conversation lifecycle is the runtime's: a delete stops the run first, which cancels its
+    // questions as "the conversation was deleted" (pending.ts); the hook then drops any left.
     ctx.hooks.conversationDeleted.tap(({ conversationId }) => void table.cancelConversation(conversationId));
     ctx.subscriptions.push({ dispose: () => table.cancelAll('the AskUserQuestion plugin was unloaded') });
   },

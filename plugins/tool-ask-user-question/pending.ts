@@ -5,6 +5,7 @@
  * entry and changes nothing.
  */
 import type { Disposable } from '../../plugin-api.js';
+import { CancelledError } from '../../core/errors.js';
 import { AnswerError, defaultAnswers, parseAnswers, type Answer } from './answers.js';
 import type { NormalizedQuestion } from './schema.js';
 
@@ -65,7 +66,7 @@ export class PendingQuestions {
       const hold = setInterval(() => {}, 1 << 30);
       entry.cleanup.push(() => clearInterval(hold));
     }
-    const onAbort = () => this.settle(id, { outcome: 'cancelled', answers: [], reason: 'the run was stopped' });
+    const onAbort = () => this.settle(id, { outcome: 'cancelled', answers: [], reason: stopReason(signal) });
     if (signal.aborted) onAbort();
     else {
       signal.addEventListener('abort', onAbort, { once: true });
@@ -135,6 +136,16 @@ export class PendingQuestions {
     entry.resolve(settlement);
     for (const l of this.settledListeners) safely(() => l(entry.question, settlement));
   }
+}
+
+/**
+ * Why the run's stop cancelled a question. Deleting a conversation stops its run before any
+ * plugin hears of the delete (the conversationDeleted hook comes after the run ended), so the
+ * stop is where a delete shows first: the contract's CancelledError says so in `details.reason`.
+ */
+function stopReason(signal: AbortSignal): string {
+  const r: unknown = signal.reason;
+  return r instanceof CancelledError && r.details?.reason === 'conversation_deleted' ? 'the conversation was deleted' : 'the run was stopped';
 }
 
 function keyOf(conversationId: string, toolCallId: string): string {

@@ -9,7 +9,7 @@
  */
 import fs from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { sendJson, sendJsonError } from '../gateway/http-routes.js';
+import { sendJson, sendJsonError } from '../../lib/http/json-reply.js';
 import { isTextual } from './media-type.js';
 import { uploadInfo, uploadNameError } from './service.js';
 import { UploadError, type UploadStore } from './store.js';

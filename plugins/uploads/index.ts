@@ -7,7 +7,7 @@
  */
 import type { AttachmentBlock, ExecutionMode, Settings } from '../../plugin-api.js';
 import { MessageStages, definePlugin } from '../../core/define-plugin.js';
-import { sendJsonError } from '../gateway/http-routes.js';
+import { sendJsonError } from '../../lib/http/json-reply.js';
 import { formatSize } from '../../lib/provider-shared/attachments.js';
 import { getUpload, postUpload } from './http.js';
 import { ContextPolicy } from './policy.js';
@@ -17,12 +17,7 @@ import { UploadError, UploadStore, type CollectResult } from './store.js';
 
 export { UPLOADS_SERVICE, type UploadsService } from './service.js';
 
-// Declared here, so a consumer gets `ctx.service('uploads')` typed without importing this plugin.
-declare module '../../plugin-api.js' {
-  interface ServiceMap {
-    uploads: UploadsService;
-  }
-}
+// The service's type and its ServiceMap key are in the contract (plugin-api.d.ts): any plugin gets `ctx.service('uploads')` typed.
 
 /** The mode a run will have: its own, else the settings' default, else `tools` (as the kernel decides). */
 function effectiveMode(mode: ExecutionMode | undefined, settings: Settings): ExecutionMode {

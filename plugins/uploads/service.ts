@@ -1,12 +1,13 @@
 /**
  * The `uploads` service: how the gateway and the CLI stage files and turn them into attachment
- * blocks. Other plugins `import type { UploadsService } from '../uploads/service.js'` and get it
- * with `ctx.service<UploadsService>(UPLOADS_SERVICE)`.
+ * blocks. Its type is public (UploadsService in plugin-api.d.ts, under ServiceMap `uploads`):
+ * other plugins get it typed with `ctx.service('uploads')` and import nothing from here.
  */
-import type { AttachmentBlock, ExecutionMode } from '../../plugin-api.js';
-import type { UploadsSettings } from './settings.js';
+import type { AttachmentBlock } from '../../plugin-api.js';
 import { MAX_ORIGINAL_CHARS } from './names.js';
-import type { CollectResult, StageOptions, StageResult, UploadRecord } from './store.js';
+import type { UploadRecord } from './store.js';
+
+export type { UploadsService } from '../../plugin-api.js';
 
 export { UploadError, type CollectResult, type StageOptions, type StageResult, type UploadRecord } from './store.js';
 
@@ -22,29 +23,6 @@ export interface UploadInfo {
   path: string;
   size: number;
   mediaType: string;
-}
-
-export interface UploadsService {
-  /** Stream bytes into the store (an HTTP body, a file); refuses past `uploads.maxBytes` and removes the partial file. */
-  stage(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, opts?: StageOptions): Promise<StageResult>;
-  /** Stage a file from disk (the CLI's `--attach`). */
-  stageFile(file: string, name?: string): Promise<StageResult>;
-  /** Stage bytes held in memory (the gateway's inline attachments). */
-  stageBytes(bytes: Buffer, name: string): Promise<StageResult>;
-  /** The stored upload, or undefined when the id is unknown (or its file is gone). */
-  get(uploadId: string): UploadRecord | undefined;
-  /** The attachment block for a stored upload; throws an UploadError `not_found` naming the id. */
-  block(uploadId: string): AttachmentBlock;
-  /**
-   * Check a message's attachments before it is sent: uploads are for the tools modes only (an
-   * UploadError `bad_request` in text mode) and together at most `uploads.maxMessageBytes`
-   * (`too_large`). `mode` is the run's, when given; else the default mode from settings.
-   */
-  checkMessage(blocks: AttachmentBlock[], mode?: ExecutionMode): void;
-  /** The section in force, defaults filled in. */
-  settings(): UploadsSettings;
-  /** Start-up garbage collection (removals of uploads past `uploads.retentionDays`), once it is done. */
-  collected(): Promise<CollectResult>;
 }
 
 /**

@@ -3,7 +3,7 @@
  * single user on one machine: files kept a month, 100 MiB a file.
  */
 import { z } from 'zod';
-import type { Settings } from '../../plugin-api.js';
+import type { Settings, UploadsSettings } from '../../plugin-api.js';
 
 const MiB = 1024 * 1024;
 
@@ -24,14 +24,8 @@ export const UploadsSettingsSchema = z.strictObject({
 
 export type UploadsSettingsInput = z.infer<typeof UploadsSettingsSchema>;
 
-export interface UploadsSettings {
-  retentionDays: number;
-  maxBytes: number;
-  maxMessageBytes: number;
-  imageWindowTurns: number;
-  toolImageWindowTurns: number;
-  inlineTextBytes: number;
-}
+// The resolved section is public: the uploads service answers it (UploadsService.settings).
+export type { UploadsSettings } from '../../plugin-api.js';
 
 export const UPLOADS_DEFAULTS: Readonly<UploadsSettings> = Object.freeze({
   retentionDays: 30,

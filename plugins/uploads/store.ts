@@ -16,7 +16,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import fs, { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import type { Logger } from '../../plugin-api.js';
+import type { Logger, UploadRecord, UploadStageOptions, UploadStageResult, UploadsCollectResult } from '../../plugin-api.js';
 import { formatSize } from '../../lib/provider-shared/attachments.js';
 import { HEAD_BYTES, TextProbe, mediaTypeOf } from './media-type.js';
 import { originalName, safeName } from './names.js';
@@ -29,23 +29,7 @@ const TOUCH_EVERY_MS = 60 * 60 * 1000;
 const ID = /^\d{1,16}$/;
 
 /** One stored upload, as its sidecar records it. */
-export interface UploadRecord {
-  /** The folder's name: epoch milliseconds when it was staged. */
-  uploadId: string;
-  /** The name the client gave (metadata only). */
-  name: string;
-  /** The stored file's name inside its folder. */
-  storedName: string;
-  /** Absolute path of the stored file. */
-  path: string;
-  size: number;
-  mediaType: string;
-  sha256: string;
-  /** Valid UTF-8 without NUL bytes. */
-  text: boolean;
-  createdAt: number;
-  lastUsedAt: number;
-}
+export type { UploadRecord } from '../../plugin-api.js';
 
 type SidecarData = Omit<UploadRecord, 'uploadId' | 'path'>;
 
@@ -60,24 +44,10 @@ export class UploadError extends Error {
   }
 }
 
-export interface StageOptions {
-  /** The client's file name (sanitized for storage, kept as metadata). */
-  name?: string;
-  /** Refuse past this many bytes (default: the store's). */
-  maxBytes?: number;
-  /** A size announced up front (Content-Length): over the limit, refused before reading. */
-  declaredSize?: number;
-}
-
-export interface StageResult {
-  record: UploadRecord;
-  /** The bytes were stored already: this is that upload. */
-  deduped: boolean;
-}
-
-export interface CollectResult {
-  removed: string[];
-}
+// The service's types are public (plugin-api.d.ts); the store keeps its shorter names for them.
+export type StageOptions = UploadStageOptions;
+export type StageResult = UploadStageResult;
+export type CollectResult = UploadsCollectResult;
 
 export class UploadStore {
   private byId = new Map<string, UploadRecord>();
@@ -236,7 +206,7 @@ export class UploadStore {
   }
 
   /** Stage bytes held in memory (an inline attachment of the gateway's legacy form). */
-  stageBytes(bytes: Buffer, name: string): Promise<StageResult> {
+  stageBytes(bytes: Uint8Array, name: string): Promise<StageResult> {
     return this.stage([bytes], { name, declaredSize: bytes.length });
   }
 

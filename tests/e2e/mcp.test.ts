@@ -139,7 +139,7 @@ describe.skipIf(!hasChromium)('WebUI MCP servers (e2e)', () => {
     expect(errors).toEqual([]);
   });
 
-  it('the mcpServers JSON is checked before it is sent, saved with the settings, and flagged until the host restarts', async () => {
+  it('the mcpServers JSON is checked before it is sent, saved with the settings, and applied at once (added started, removed stopped, changed restarted)', async () => {
     await openSection(page);
     const editor = page.getByTestId('mcp-config');
     const configError = page.getByTestId('mcp-config-error');
@@ -160,7 +160,7 @@ describe.skipIf(!hasChromium)('WebUI MCP servers (e2e)', () => {
     // Nothing was sent: the stored settings are as they were.
     expect(JSON.stringify(srv.server.kernel.settings.get())).toBe(before);
 
-    // Remove `broken`, add `extra`, change `dyn`: all wait for the next host start.
+    // Remove `broken`, add `extra`, change `dyn`: the host applies all three at once.
     const next = {
       dyn: { command: process.execPath, args: [DYNAMIC], env: { DYN_MODE: 'x' } },
       extra: { url: 'http://127.0.0.1:9/mcp' },
@@ -170,27 +170,22 @@ describe.skipIf(!hasChromium)('WebUI MCP servers (e2e)', () => {
     await page.getByTestId('settings-save').click();
     await page.getByTestId('settings-saved').waitFor();
     expect(srv.server.kernel.settings.get().mcpServers).toEqual(next);
-    const notice = page.getByTestId('mcp-restart-notice');
-    await notice.waitFor();
-    const text = await notice.textContent();
-    expect(text).toMatch(/next host start/);
-    expect(text).toMatch(/Not started yet: “extra”/);
-    expect(text).toMatch(/Removed but still running: “broken”/);
-    expect(text).toMatch(/Changed: “dyn”/);
-    // The running servers are untouched.
-    expect(await row(page, 'broken').getAttribute('data-state')).toBe('failed');
-    expect(await row(page, 'dyn').getAttribute('data-state')).toBe('connected');
-    expect(await row(page, 'extra').count()).toBe(0);
-    await shootSection(page, 'mcp-servers-pending');
+    // `extra` (nothing listens on port 9) is started and keeps retrying; `broken` is gone; `dyn` came back with its new entry.
+    await row(page, 'extra').waitFor();
+    await row(page, 'broken').waitFor({ state: 'detached' });
+    await page.locator('[data-testid="mcp-server"][data-name="dyn"][data-state="connected"]').waitFor();
+    expect(await page.getByTestId('mcp-applying-notice').count()).toBe(0);
+    expect(srv.server.kernel.runtime.tools().some((t) => t.name.startsWith('mcp__broken__'))).toBe(false);
+    await shootSection(page, 'mcp-servers-applied');
 
-    // Another window learns the same from the saved settings and the running servers.
+    // Another window sees the same servers, with nothing pending.
     const other = await context.newPage();
     const otherErrors = trackErrors(other);
     await openApp(other, srv.appUrl);
     await openSection(other);
-    const otherText = await other.getByTestId('mcp-restart-notice').textContent();
-    expect(otherText).toMatch(/Not started yet: “extra”/);
-    expect(otherText).toMatch(/Removed but still running: “broken”/);
+    await row(other, 'extra').waitFor();
+    expect(await row(other, 'broken').count()).toBe(0);
+    expect(await other.getByTestId('mcp-applying-notice').count()).toBe(0);
     await other.close();
     expect(otherErrors).toEqual([]);
     expect(errors).toEqual([]);

@@ -8,7 +8,7 @@
 import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LifecycleEvent } from '../../plugin-api.js';
-import { streamKindOf, type ServerMessage } from '../../plugins/gateway/protocol.js';
+import { streamKindOf, type ServerMessage } from '../../lib/gateway-protocol/protocol.js';
 import type { FakeStep } from '../helpers/fake-provider.js';
 import { TestClient, coveredSeqs, expectedEvent, okTool as echoTool, boot, cleanup, contiguous, gate, sendTo, text, type Booted } from './gateway-harness.js';
 

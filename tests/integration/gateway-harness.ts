@@ -8,8 +8,8 @@ import path from 'node:path';
 import { WebSocket } from 'ws';
 import type { LifecycleEvent, Plugin, Provider, ProviderEvent, Settings } from '../../plugin-api.js';
 import { startServer, type RunningServer } from '../../hosts/server/start-server.js';
-import { parseServerFrame, type ServerMessage } from '../../plugins/gateway/protocol.js';
-import type { GatewayService } from '../../plugins/gateway/index.js';
+import { parseServerFrame, type ServerMessage } from '../../lib/gateway-protocol/protocol.js';
+import type { GatewayHostService as GatewayService } from '../../plugins/gateway/index.js';
 import { fakeProvider, type FakeStep } from '../helpers/fake-provider.js';
 
 export type StreamMessage = Extract<ServerMessage, { event: LifecycleEvent }>;

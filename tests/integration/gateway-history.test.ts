@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import historySqlite from '../../plugins/history-sqlite/index.js';
-import type { ServerMessage } from '../../plugins/gateway/protocol.js';
+import type { ServerMessage } from '../../lib/gateway-protocol/protocol.js';
 import { TestClient, boot, cleanup, gate, sendTo, text } from './gateway-harness.js';
 
 afterEach(cleanup);

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import mcpPlugin from '../../plugins/mcp/index.js';
 import type { McpService } from '../../plugins/mcp/service.js';
-import type { McpServerSummary, ServerMessage } from '../../plugins/gateway/protocol.js';
+import type { McpServerSummary, ServerMessage } from '../../lib/gateway-protocol/protocol.js';
 import { TestClient, boot, cleanup } from './gateway-harness.js';
 
 afterEach(cleanup);

@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Message, Plugin, PluginModule } from '../../plugin-api.js';
-import type { CheckpointView, ServerMessage } from '../../plugins/gateway/protocol.js';
+import type { CheckpointView, ServerMessage } from '../../lib/gateway-protocol/protocol.js';
 import historySqlite from '../../plugins/history-sqlite/index.js';
 import { TestClient, coveredSeqs, boot, cleanup, contiguous, gate, sendTo, text, type Booted } from './gateway-harness.js';
 

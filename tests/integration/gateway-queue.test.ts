@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ServerMessage } from '../../plugins/gateway/protocol.js';
+import type { ServerMessage } from '../../lib/gateway-protocol/protocol.js';
 import { TestClient, coveredSeqs, boot, cleanup, gate, sendTo, sleep, text } from './gateway-harness.js';
 
 afterEach(cleanup);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ServerMessage } from '../../plugins/gateway/protocol.js';
+import type { ServerMessage } from '../../lib/gateway-protocol/protocol.js';
 import { TestClient, coveredSeqs, boot, cleanup, contiguous, gate, sendTo, text } from './gateway-harness.js';
 
 afterEach(cleanup);

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { refusedStatus } from './gateway-harness.js';
 import { createKernel, type Kernel } from '../../core/kernel.js';
-import gatewayPlugin, { GATEWAY_SERVICE, type GatewayService } from '../../plugins/gateway/index.js';
+import gatewayPlugin, { GATEWAY_SERVICE, type GatewayHostService as GatewayService } from '../../plugins/gateway/index.js';
 
 const TOKEN = 'refusal-test-token-0123456789abcdefghijklmnop';
 const running: Array<{ kernel: Kernel; server: http.Server; home: string }> = [];

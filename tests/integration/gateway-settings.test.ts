@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ServerMessage } from '../../plugins/gateway/protocol.js';
+import type { ServerMessage } from '../../lib/gateway-protocol/protocol.js';
 import { TestClient, boot, cleanup, sleep, text } from './gateway-harness.js';
 
 afterEach(cleanup);

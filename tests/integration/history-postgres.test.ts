@@ -18,7 +18,7 @@ import { mergePatch } from '../../plugins/history-postgres/store.js';
 import historySqlite from '../../plugins/history-sqlite/index.js';
 import { migrationSource as sqliteMigrations } from '../../plugins/history-sqlite/schema.js';
 import { HISTORY_SERVICE, type HistoryService } from '../../plugins/history-sqlite/service.js';
-import { SEQ_RESERVE } from '../../plugins/history-sqlite/store.js';
+import { SEQ_RESERVE } from '../../lib/history-shared/store-rules.js';
 import { echoToolPlugin } from '../helpers/echo-tool.js';
 import { fakeProvider } from '../helpers/fake-provider.js';
 import { postgresSkip, usePostgres } from '../helpers/postgres.js';

@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Plugin, Provider } from '../../plugin-api.js';
 import { createKernel, type Kernel } from '../../core/kernel.js';
 import historySqlite from '../../plugins/history-sqlite/index.js';
-import { snippetOf } from '../../plugins/history-sqlite/queries.js';
+import { snippetOf } from '../../lib/history-shared/search.js';
 import { migrationSource } from '../../plugins/history-sqlite/schema.js';
 import { HISTORY_SERVICE, type HistoryService } from '../../plugins/history-sqlite/service.js';
 import { fakeProvider } from '../helpers/fake-provider.js';

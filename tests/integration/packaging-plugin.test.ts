@@ -53,4 +53,12 @@ describe('a packed third-party plugin', () => {
     const text = events.filter((e) => e.type === 'message_update' && e.delta.kind === 'text').map((e) => e.delta.text).join('');
     expect(text).toBe('The tool said: Sunny in Paris, 21°C');
   });
+
+  it('imports definePlugin and ToolError from liveagent/plugin-api at runtime (the host copy): its ToolError reaches the model as the tool error', async () => {
+    const r = await runCli(['chat', '--json', '--provider', 'acme', 'weather in Atlantis?'], { home });
+    expect(r.code, r.stderr).toBe(0);
+    const end = jsonLines(r.stdout).find((e) => e.type === 'tool_execution_end');
+    expect(end?.result?.isError, r.stdout).toBe(true);
+    expect(JSON.stringify(end?.result)).toContain('no weather station in Atlantis');
+  });
 });

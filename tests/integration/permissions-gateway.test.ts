@@ -9,7 +9,7 @@ import type { LifecycleEvent, Plugin, ProviderRequest } from '../../plugin-api.j
 import permissions from '../../plugins/permissions/index.js';
 import { approvalEventOf } from '../../plugins/permissions/events.js';
 import type { PermissionsService } from '../../plugins/permissions/service.js';
-import type { ServerMessage } from '../../plugins/gateway/protocol.js';
+import type { ServerMessage } from '../../lib/gateway-protocol/protocol.js';
 import { boot, cleanup, TestClient, text, type StreamMessage } from './gateway-harness.js';
 
 afterEach(cleanup);

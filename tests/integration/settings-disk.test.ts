@@ -14,7 +14,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Plugin } from '../../plugin-api.js';
 import { startServer, type RunningServer } from '../../hosts/server/start-server.js';
-import type { ServerMessage } from '../../plugins/gateway/protocol.js';
+import type { ServerMessage } from '../../lib/gateway-protocol/protocol.js';
 import { fakeProvider } from '../helpers/fake-provider.js';
 import { TestClient, cleanup, type Booted } from './gateway-harness.js';
 

@@ -77,6 +77,7 @@ describe.skipIf(postgresSkip)('team server: several serve processes on one Postg
   let originA: string;
   let A: ServeProcess;
   let B: ServeProcess;
+  let C: ServeProcess;
 
   it('a client on B sees, live, a run started through A: seq rising, one done (and one on A)', async () => {
     [A, B] = [await serve(), await serve()];
@@ -137,7 +138,7 @@ describe.skipIf(postgresSkip)('team server: several serve processes on one Postg
     expect(await origins(conversationId, deadRun)).toEqual([ownerA]);
     // A third process, for a client to move to mid-run below. Started now (while A's lease
     // lapses), not during that run: booting a process takes longer than a whole run streams.
-    const C = await serve();
+    C = await serve();
 
     // The next send on B: A's lease lapses, B takes the conversation over.
     const next = await onB.request({ type: 'chat_queue', item: { action: 'send', conversationId, clientRequestId: 'c4', text: 'fourth' } }, WAIT_MS);
@@ -174,6 +175,37 @@ describe.skipIf(postgresSkip)('team server: several serve processes on one Postg
     expect(ownerB).not.toBe(ownerA);
     expect(await origins(conversationId, runId)).toEqual([ownerB]);
   }, 90_000);
+
+  it('the owner dies mid-run and nobody sends again: the survivor closes the run and stops listing it as running', async () => {
+    const onC = await client(C);
+    const onB = await client(B);
+    const sent = await onC.request({ type: 'chat_queue', item: { action: 'send', clientRequestId: 'd1', text: 'dies' } });
+    expect(sent.ok, JSON.stringify(sent)).toBe(true);
+    const id = sent.data.conversationId as string;
+    const runId = sent.data.runId as string;
+    let sub: Msg;
+    for (let i = 0; ; i++) {
+      sub = await onB.request({ type: 'subscribe', conversationId: id });
+      if (sub.ok || i > 40 || sub.error?.code !== 'not_found') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(sub.ok, JSON.stringify(sub)).toBe(true);
+    await onB.until((all) => all.filter((m) => m.type === 'token' && m.event.runId === runId).length >= 3, WAIT_MS, 'tokens on B');
+    const listed = async () => ((await onB.request({ type: 'conversations.list' })).data.items as Msg[]).find((i) => i.id === id)?.running;
+    expect(await listed(), 'running on B while C runs it').toBe(true);
+    C.child.kill('SIGKILL');
+    await new Promise((r) => C.child.once('exit', r));
+    // C's lease lapses (leaseMs), B notices on two polls and closes the run once.
+    await onB.until((all) => all.some((m) => m.event?.type === 'agent_end' && m.event.runId === runId), WAIT_MS, 'the dead run closed on B');
+    const ends = doneOf(onB, id, runId);
+    expect(ends).toHaveLength(1);
+    expect(ends[0]!.event.error.details).toEqual({ ownerLost: true });
+    const deadline = Date.now() + WAIT_MS;
+    while (await listed()) {
+      if (Date.now() > deadline) throw new Error('still listed as running on B');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }, 60_000);
 
   it('a replay from a seq still in another writer\'s unflushed batch waits for it: every later event once, in order', async () => {
     const logger = { debug() {}, info() {}, warn() {}, error() {} } as never;

@@ -17,7 +17,7 @@ import historySqlite from '../../plugins/history-sqlite/index.js';
 import modelCatalog from '../../plugins/model-catalog/index.js';
 import providerAnthropic from '../../plugins/provider-anthropic/index.js';
 import title, { cleanTitle, fallbackTitle } from '../../plugins/title/index.js';
-import type { ServerMessage } from '../../plugins/gateway/protocol.js';
+import type { ServerMessage } from '../../lib/gateway-protocol/protocol.js';
 import { anthropicReply, startMockAnthropic, type MockAnthropicServer } from '../fixtures/mock-anthropic.js';
 import type { RecordedRequest } from '../fixtures/mock-http.js';
 import { TestClient, boot, cleanup, sendTo, sleep, text } from './gateway-harness.js';

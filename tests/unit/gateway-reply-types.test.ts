@@ -1,10 +1,10 @@
 /**
- * Request → reply pairs are typed in one place (plugins/gateway/protocol.ts ReplyMap): the
+ * Request → reply pairs are typed in one place (lib/gateway-protocol/protocol.ts ReplyMap): the
  * WebUI's `request()` returns the reply its message gets, so no store guesses at a shape.
  */
 import { describe, expectTypeOf, it } from 'vitest';
 import type { CompactionOutcome } from '../../plugin-api.js';
-import type { ConversationSummary, McpServerSummary, ProviderSummary, ReplyMap, ReplyOf, RunStartedReply } from '../../plugins/gateway/protocol.js';
+import type { ConversationSummary, McpServerSummary, ProviderSummary, ReplyMap, ReplyOf, RunStartedReply } from '../../lib/gateway-protocol/protocol.js';
 import type { GatewayClient } from '../../webui/src/api/client.js';
 
 type Req = GatewayClient['request'];

@@ -10,7 +10,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Message, SessionInfo } from '../../plugin-api.js';
 import { openDatabase, type HistoryDatabase } from '../../plugins/history-sqlite/database.js';
-import { HistoryStore, SEQ_RESERVE } from '../../plugins/history-sqlite/store.js';
+import { SEQ_RESERVE } from '../../lib/history-shared/store-rules.js';
+import { HistoryStore } from '../../plugins/history-sqlite/store.js';
 
 const open: HistoryDatabase[] = [];
 const dirs: string[] = [];

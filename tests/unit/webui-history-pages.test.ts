@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Message } from '../../plugin-api.js';
-import type { CheckpointView } from '../../plugins/gateway/protocol.js';
+import type { CheckpointView } from '../../lib/gateway-protocol/protocol.js';
 import { applyPage, applySnapshot, emptyState } from '../../webui/src/lib/conversation-state.js';
 import { buildTranscript } from '../../webui/src/lib/transcript.js';
 

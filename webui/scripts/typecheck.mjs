@@ -16,8 +16,8 @@ const renderStart = new Map();
 const TEMPLATE_CODES = new Set(['TS2304', 'TS2339', 'TS2551', 'TS2554', 'TS2322']);
 try {
   fs.cpSync(path.join(repo, 'webui'), path.join(scratch, 'webui'), { recursive: true, filter: (p) => !p.includes(`${path.sep}dist`) && !p.includes('node_modules') });
-  fs.mkdirSync(path.join(scratch, 'plugins/gateway'), { recursive: true });
-  fs.copyFileSync(path.join(repo, 'plugins/gateway/protocol.ts'), path.join(scratch, 'plugins/gateway/protocol.ts'));
+  fs.mkdirSync(path.join(scratch, 'lib/gateway-protocol'), { recursive: true });
+  fs.copyFileSync(path.join(repo, 'lib/gateway-protocol/protocol.ts'), path.join(scratch, 'lib/gateway-protocol/protocol.ts'));
   fs.copyFileSync(path.join(repo, 'plugin-api.d.ts'), path.join(scratch, 'plugin-api.d.ts'));
   fs.mkdirSync(path.join(scratch, 'core'), { recursive: true });
   fs.copyFileSync(path.join(repo, 'core/message-fold.ts'), path.join(scratch, 'core/message-fold.ts'));

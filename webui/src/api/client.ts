@@ -2,7 +2,7 @@
  * Request/reply and routing on top of a Transport. Requests carry an id that the server echoes
  * in its `reply`; everything else is routed by message type to whoever listens.
  */
-import type { ClientMessage, ReplyOf, ServerMessage } from '../../../plugins/gateway/protocol.js';
+import type { ClientMessage, ReplyOf, ServerMessage } from '../../../lib/gateway-protocol/protocol.js';
 import type { Transport, TransportStatus } from '../transport/index.js';
 
 type Handler = (msg: ServerMessage) => void;

@@ -5,7 +5,7 @@
  * when it is newer than the latest checkpoint, else from that checkpoint.
  */
 import type { Message, Usage } from '../../../plugin-api.js';
-import type { ModelSummary, ProviderSummary } from '../../../plugins/gateway/protocol.js';
+import type { ModelSummary, ProviderSummary } from '../../../lib/gateway-protocol/protocol.js';
 import type { ConversationState } from './conversation-state.js';
 
 export interface MeterView {

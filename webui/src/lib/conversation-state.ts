@@ -16,7 +16,7 @@ import type {
   ToolResultBlock,
 } from '../../../plugin-api.js';
 import { MessageFold } from '../../../core/message-fold.js';
-import { checkpointOfEndPayload, type CheckpointView, type ContextView, type QueuedItem, type ServerMessage } from '../../../plugins/gateway/protocol.js';
+import { checkpointOfEndPayload, type CheckpointView, type ContextView, type QueuedItem, type ServerMessage } from '../../../lib/gateway-protocol/protocol.js';
 import { applyAskEvent, type AskRecord } from './ask-user-question.js';
 
 export interface ToolRuntime {

@@ -5,7 +5,7 @@
  * attachments named).
  */
 import type { ContentBlock, Message, ToolResultContent } from '../../../plugin-api.js';
-import type { ReplyMap } from '../../../plugins/gateway/protocol.js';
+import type { ReplyMap } from '../../../lib/gateway-protocol/protocol.js';
 import { client } from '../api/client.js';
 
 export interface ExportedConversation {

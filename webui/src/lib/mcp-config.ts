@@ -4,7 +4,7 @@
  * mirror the MCP plugin's (plugins/mcp/config.ts), which the WebUI cannot import: a bad entry
  * would be stored and then fail its server, so it is caught here, with the same wording.
  */
-import type { McpServerSummary } from '../../../plugins/gateway/protocol.js';
+import type { McpServerSummary } from '../../../lib/gateway-protocol/protocol.js';
 
 export type McpServersCheck = { ok: true; value: Record<string, unknown> } | { ok: false; error: string };
 
@@ -159,27 +159,18 @@ export function parseMcpServers(text: string): McpServersCheck {
 }
 
 export interface McpPending {
-  /** In the saved settings, not running: they start on the next host start. */
+  /** In the saved settings, not in the host's list yet: starting. */
   added: string[];
-  /** Running, no longer in the saved settings: they stop on the next host start. */
+  /** In the host's list, no longer saved: stopping. */
   removed: string[];
-  /** Running with an entry that changed since: the change applies on the next host start. */
-  changed: string[];
 }
 
-/** How the saved `mcpServers` differs from what the host runs (servers start from the boot-time settings). */
-export function pendingChanges(saved: unknown, running: McpServerSummary[], changedSinceStart: string[]): McpPending {
+/** How the saved `mcpServers` differs from the servers the host reported last (the moment between a save and the host's next `mcp` broadcast). */
+export function pendingChanges(saved: unknown, running: McpServerSummary[]): McpPending {
   const savedNames = isObj(saved) ? Object.keys(saved) : [];
   const runningNames = new Set(running.map((s) => s.name));
   return {
     added: savedNames.filter((n) => !runningNames.has(n)),
     removed: [...runningNames].filter((n) => !savedNames.includes(n)),
-    changed: changedSinceStart.filter((n) => runningNames.has(n) && savedNames.includes(n)),
   };
-}
-
-/** Names whose entry differs between two `mcpServers` blocks (present in both). */
-export function changedEntries(before: unknown, after: unknown): string[] {
-  if (!isObj(before) || !isObj(after)) return [];
-  return Object.keys(after).filter((n) => n in before && JSON.stringify(before[n]) !== JSON.stringify(after[n]));
 }

@@ -7,7 +7,7 @@
  * a mid-stream compaction is a note, not a user bubble.
  */
 import type { EditedFile, Message, ToolResultBlock } from '../../../plugin-api.js';
-import type { CheckpointView } from '../../../plugins/gateway/protocol.js';
+import type { CheckpointView } from '../../../lib/gateway-protocol/protocol.js';
 
 export interface ReplyRound {
   message: Message;

@@ -7,7 +7,7 @@
 import { defineStore } from 'pinia';
 import { computed, reactive, ref, watch } from 'vue';
 import type { CompactionOutcome, ContentBlock, ExecutionMode, LifecycleEvent, Message } from '../../../plugin-api.js';
-import type { ConversationSummary, ServerMessage } from '../../../plugins/gateway/protocol.js';
+import type { ConversationSummary, ServerMessage } from '../../../lib/gateway-protocol/protocol.js';
 import { client, type ClientRequest } from '../api/client.js';
 import type { AskAnswer } from '../components/ask-user-question/card-model.js';
 import { applyApprovalEvent, settleLeftovers, type ApprovalDecision, type ApprovalMap } from '../components/tool-approval/approval-model.js';

@@ -4,7 +4,7 @@
  */
 import { defineStore } from 'pinia';
 import { computed, ref } from 'vue';
-import type { ConversationSummary } from '../../../plugins/gateway/protocol.js';
+import type { ConversationSummary } from '../../../lib/gateway-protocol/protocol.js';
 import { client } from '../api/client.js';
 
 export type View = 'chat' | 'settings' | 'scheduled' | 'memory';

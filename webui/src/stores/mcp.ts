@@ -1,15 +1,13 @@
 /**
  * MCP server state: `mcp.status` on every (re)connect, then each `mcp` broadcast replaces the
- * list. Also which saved `mcpServers` entries changed while their server kept running (the host
- * reads entries once, at start), and a request to bring the settings section into view.
+ * list (the host applies a saved `mcpServers` change at once: servers added start, removed ones
+ * stop, changed ones restart), and a request to bring the settings section into view.
  */
 import { defineStore } from 'pinia';
-import { computed, ref, watch } from 'vue';
-import type { McpServerSummary } from '../../../plugins/gateway/protocol.js';
+import { computed, ref } from 'vue';
+import type { McpServerSummary } from '../../../lib/gateway-protocol/protocol.js';
 import { client } from '../api/client.js';
-import { changedEntries } from '../lib/mcp-config.js';
 import { useConversationsStore } from './conversations.js';
-import { useSettingsStore } from './settings.js';
 
 export type McpLevel = 'none' | 'ok' | 'pending' | 'warn' | 'error';
 
@@ -17,11 +15,6 @@ export const useMcpStore = defineStore('mcp', () => {
   /** null until the first answer. */
   const servers = ref<McpServerSummary[] | null>(null);
   const loadError = ref<string | null>(null);
-  /**
-   * Entries seen to change in this page's lifetime while their server ran. Only changes seen
-   * here are known: the gateway does not say which entry a server started with.
-   */
-  const changedSinceStart = ref<string[]>([]);
   /** Set to ask the settings page to scroll the MCP section into view; the section clears it. */
   const revealPending = ref(false);
   /** Servers with a restart request in flight (their button is disabled meanwhile). */
@@ -42,14 +35,6 @@ export const useMcpStore = defineStore('mcp', () => {
 
   function init(): void {
     client().on('mcp', (m) => (servers.value = m.servers));
-    const settings = useSettingsStore();
-    watch(
-      () => settings.settings?.mcpServers,
-      (after, before) => {
-        const names = changedEntries(before, after);
-        if (names.length) changedSinceStart.value = [...new Set([...changedSinceStart.value, ...names])];
-      },
-    );
   }
 
   async function load(): Promise<void> {
@@ -61,12 +46,9 @@ export const useMcpStore = defineStore('mcp', () => {
     }
   }
 
-  /**
-   * After a reconnect the host may be a new one, started from the saved entries; what changed
-   * before it is no longer known to be pending (added and removed servers are still seen).
-   */
+  /** After a reconnect the host may be a new one: ask it again (`mcp` broadcasts were missed meanwhile). */
   function onReconnect(): void {
-    changedSinceStart.value = [];
+    void load();
   }
 
   /** Reconnect one server now (it re-reads its saved entry), e.g. after fixing its settings. */
@@ -74,7 +56,6 @@ export const useMcpStore = defineStore('mcp', () => {
     restarting.value = new Set([...restarting.value, name]);
     try {
       servers.value = (await client().request({ type: 'mcp.restart', name })).servers;
-      changedSinceStart.value = changedSinceStart.value.filter((n) => n !== name);
       loadError.value = null;
     } catch (err) {
       loadError.value = (err as Error).message;
@@ -90,5 +71,5 @@ export const useMcpStore = defineStore('mcp', () => {
     revealPending.value = true;
   }
 
-  return { servers, list, loadError, connected, level, changedSinceStart, revealPending, restarting, init, load, onReconnect, reveal, restart };
+  return { servers, list, loadError, connected, level, revealPending, restarting, init, load, onReconnect, reveal, restart };
 });

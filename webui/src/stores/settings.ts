@@ -5,7 +5,7 @@
 import { defineStore } from 'pinia';
 import { computed, ref, watch } from 'vue';
 import type { Settings } from '../../../plugin-api.js';
-import type { ProviderSummary, SettingsWarningWire } from '../../../plugins/gateway/protocol.js';
+import type { ProviderSummary, SettingsWarningWire } from '../../../lib/gateway-protocol/protocol.js';
 import { client } from '../api/client.js';
 
 export type Theme = 'light' | 'dark';

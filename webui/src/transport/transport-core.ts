@@ -4,7 +4,7 @@
  * backoff. A subclass owns only its connection: `open()` starts one, and it calls `opened`,
  * `deliver` and `scheduleRetry` as that connection goes.
  */
-import type { ClientMessage, ServerMessage } from '../../../plugins/gateway/protocol.js';
+import type { ClientMessage, ServerMessage } from '../../../lib/gateway-protocol/protocol.js';
 import type { Transport, TransportStatus, Unsubscribe } from './types.js';
 
 export interface BackoffOptions {

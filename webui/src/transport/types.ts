@@ -2,7 +2,7 @@
  * The seam between the app and whatever carries gateway messages: a WebSocket in the browser,
  * IPC in the Electron renderer. Stores talk only to this interface.
  */
-import type { ClientMessage, ServerMessage } from '../../../plugins/gateway/protocol.js';
+import type { ClientMessage, ServerMessage } from '../../../lib/gateway-protocol/protocol.js';
 
 export type TransportState = 'idle' | 'connecting' | 'open' | 'reconnecting' | 'closed';
 

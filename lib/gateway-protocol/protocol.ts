@@ -143,7 +143,8 @@ export interface ConversationSummary {
   snippet?: string;
 }
 
-export interface QueuedItem {
+/** A message waiting behind an active run. A type, not an interface: it is a JSON object (GatewayRemote.queue). */
+export type QueuedItem = {
   itemId: string;
   text: string;
   attachments?: AttachmentItem[];
@@ -153,7 +154,7 @@ export interface QueuedItem {
   workdir?: string;
   clientRequestId: string;
   createdAt: number;
-}
+};
 
 /** One MCP server as clients see it. */
 export interface McpServerSummary {

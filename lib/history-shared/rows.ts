@@ -1,9 +1,9 @@
 /**
- * Rows as SQLite returns them, and their mapping to and from the contract's types. Optional
+ * The history's rows as both backends return them (SQLite, and PostgreSQL with bigints read as
+ * numbers: lib/database/pg.ts), and their mapping to and from the contract's types. Optional
  * message fields are left out (not set to undefined) so a loaded message equals the one stored.
  */
-import type { EditedFile, JsonObject, Message, StopReason, Usage } from '../../plugin-api.js';
-import type { HistoryMessage, UsageRecord } from './service.js';
+import type { Checkpoint, ConversationSummary, EditedFile, HistoryMessage, JsonObject, Message, SegmentInfo, StopReason, Usage, UsageRecord } from '../../plugin-api.js';
 
 export interface MessageRow {
   id: string;
@@ -36,6 +36,13 @@ export interface ConversationRow {
   mode: string | null;
   workdir: string | null;
   meta: string;
+}
+
+/** What loading the history reads of the active segment. */
+export interface SegmentHead {
+  summary: string | null;
+  checkpoint: string | null;
+  parent_segment_id: string | null;
 }
 
 export interface SegmentRow {
@@ -150,3 +157,32 @@ export function parseMeta(text: string | null): JsonObject {
   const v: unknown = JSON.parse(text);
   return v && typeof v === 'object' && !Array.isArray(v) ? (v as JsonObject) : {};
 }
+
+/** A row of the conversation list. */
+export interface SummaryRow {
+  id: string;
+  title: string | null;
+  created_at: number;
+  updated_at: number;
+  provider: string | null;
+  model: string | null;
+  message_count: number;
+}
+
+export const summaryOf = (r: SummaryRow): ConversationSummary => ({
+  id: r.id,
+  title: r.title,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  provider: r.provider,
+  model: r.model,
+  messageCount: r.message_count,
+});
+
+export const segmentInfo = (s: SegmentRow): SegmentInfo => ({
+  id: s.id,
+  parentSegmentId: s.parent_segment_id,
+  summary: s.summary,
+  checkpoint: s.checkpoint ? (JSON.parse(s.checkpoint) as Checkpoint) : null,
+  createdAt: s.created_at,
+});
