@@ -12,6 +12,8 @@ import { CliUsageError } from './args.js';
 const COMMON = `Environment:
   LIVEAGENT_HOME      data folder (settings.json, conversations, plugins/); default ~/.liveagent
   LIVEAGENT_LOG       log level on stderr: debug, info, warn (default), error
+  LIVEAGENT_DATABASE_URL  postgres://… : history, settings and cron tasks on PostgreSQL (a team
+                      server, docs/team-server.md); settings history.url overrides it
   ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY (and *_BASE_URL): provider credentials;
                       $LIVEAGENT_HOME/settings.json overrides them (docs/settings.md)
 
@@ -63,8 +65,9 @@ export const COMMANDS: Record<string, string> = {
   cron runs ID [--limit N] [--json]   a task's recent runs
   cron enable ID | cron disable ID`,
   serve: `liveagent serve [--port N] [--host H]
-  Run the server host: the WebUI and the gateway, on the embedded SQLite store. Prints the URL
-  (with its access token) to open in a browser.
+  Run the server host: the WebUI and the gateway, on the embedded SQLite store (or on PostgreSQL
+  with LIVEAGENT_DATABASE_URL: several serve processes then share it as one team,
+  docs/team-server.md). Prints the URL (with its access token) to open in a browser.
   --port N   the port (0-65535, default 7420; 0 picks a free one)
   --host H   the address to listen on (default 127.0.0.1)`,
   desktop: `liveagent desktop

@@ -1,5 +1,5 @@
 /**
- * `liveagent serve`: the server host (WebUI + gateway on an embedded SQLite store). SIGINT,
+ * `liveagent serve`: the server host (WebUI + gateway on an embedded SQLite store, or PostgreSQL for a team). SIGINT,
  * SIGTERM and SIGHUP shut it down gracefully (runs stopped, every process the tools started
  * stopped, writes finished), then it exits 128 + the signal's number; a second signal exits
  * at once.

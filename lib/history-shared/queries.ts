@@ -94,6 +94,17 @@ export interface ServiceStore {
   startSegment(conversationId: string, summary: string, carryFromMessageId?: string): Awaitable<string | undefined>;
 }
 
+/**
+ * How a backend shared by several processes carries conversation changes between them (a title
+ * stored by one process reaches the conversation lists the others serve).
+ */
+export interface ChangeRelay {
+  /** Tell the other processes about a change made here. */
+  send(change: ConversationChange): void;
+  /** `listener` hears the changes other processes made (never this process's own); asked once, when the service is first watched. */
+  onRemote(listener: (change: ConversationChange) => void): void;
+}
+
 export interface ServiceDeps {
   /** knex over the backend's connection (SQLite makes it on first use: the hot path does not need it). */
   knex(): Promise<Knex>;
@@ -102,11 +113,13 @@ export interface ServiceDeps {
   runtime: RuntimeApi;
   /** Runs an operation, refusing it once the database is closing, and lets shutdown wait for it. */
   track<T>(op: () => Promise<T>): Promise<T>;
+  /** Other processes on the same database (PostgreSQL): changes are relayed both ways. */
+  relay?: ChangeRelay;
 }
 
-export function createHistoryService({ knex: getKnex, store, list, runtime, track }: ServiceDeps): HistoryService {
+export function createHistoryService({ knex: getKnex, store, list, runtime, track, relay }: ServiceDeps): HistoryService {
   const watchers = new Set<(change: ConversationChange) => void>();
-  const changed = (change: ConversationChange) => {
+  const tell = (change: ConversationChange) => {
     for (const w of watchers) {
       try {
         w(change);
@@ -115,6 +128,12 @@ export function createHistoryService({ knex: getKnex, store, list, runtime, trac
       }
     }
   };
+  const changed = (change: ConversationChange) => {
+    tell(change);
+    relay?.send(change);
+  };
+  // Other processes' changes are listened for once someone here watches (a CLI never does).
+  let relayed = false;
   return {
     listConversations: (options?: ListConversationsOptions) =>
       track(async () => {
@@ -176,6 +195,10 @@ export function createHistoryService({ knex: getKnex, store, list, runtime, trac
     watchConversations: async (listener: (change: ConversationChange) => void) => {
       if (typeof listener !== 'function') throw new UsageError('history.watchConversations: listener: must be a function');
       watchers.add(listener);
+      if (relay && !relayed) {
+        relayed = true;
+        relay.onRemote(tell);
+      }
       return { dispose: () => void watchers.delete(listener) };
     },
 

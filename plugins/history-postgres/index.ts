@@ -16,6 +16,7 @@ import { configuredDatabaseUrl, isPostgresUrl, redactUrl } from '../../lib/datab
 import type { HistoryService } from '../../plugin-api.js';
 import { HISTORY_SERVICE, lazyHistoryService } from '../../lib/history-shared/queries.js';
 import { runFactsOf } from '../../lib/history-shared/store-rules.js';
+import { PgChangeRelay } from './change-relay.js';
 import { openDatabase } from './database.js';
 import { createPgHistoryService } from './queries.js';
 import { PgHistoryStore } from './store.js';
@@ -38,6 +39,7 @@ interface Opened {
   knex: import('knex').Knex;
   store: PgHistoryStore;
   service: HistoryService;
+  relay: PgChangeRelay;
 }
 
 export default definePlugin({
@@ -64,10 +66,13 @@ export default definePlugin({
         });
         const store = new PgHistoryStore(knex);
         ctx.logger.info(`history database: ${where}`);
-        return { knex, store, service: createPgHistoryService({ knex, store, runtime: ctx.runtime, track: life.track }) };
+        // Titles stored by other processes reach this one's watchers (the conversation lists it serves).
+        const relay = new PgChangeRelay({ url, knex, logger: ctx.logger });
+        return { knex, store, relay, service: createPgHistoryService({ knex, store, runtime: ctx.runtime, track: life.track, relay }) };
       },
-      async ({ knex, store }) => {
+      async ({ knex, store, relay }) => {
         store.close();
+        await relay.close();
         await knex.destroy();
         ctx.logger.debug(`closed ${where}`);
       },

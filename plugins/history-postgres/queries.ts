@@ -7,7 +7,7 @@
  */
 import type { Knex } from 'knex';
 import type { HistoryService, RuntimeApi } from '../../plugin-api.js';
-import { createHistoryService, type ListDialect, type ListRow } from '../../lib/history-shared/queries.js';
+import { createHistoryService, type ChangeRelay, type ListDialect, type ListRow } from '../../lib/history-shared/queries.js';
 import { likePattern } from '../../lib/history-shared/search.js';
 import type { PgHistoryStore } from './store.js';
 
@@ -17,6 +17,7 @@ export interface PgServiceDeps {
   runtime: RuntimeApi;
   /** Runs an operation, refusing it once the database is closing, and lets shutdown wait for it. */
   track<T>(op: () => Promise<T>): Promise<T>;
+  relay?: ChangeRelay;
 }
 
 const ILIKE = `ILIKE ? ESCAPE '\\'`;
@@ -32,6 +33,6 @@ export const POSTGRES_LIST: ListDialect = {
   rowsOf: (result) => (result as { rows: ListRow[] }).rows,
 };
 
-export function createPgHistoryService({ knex, store, runtime, track }: PgServiceDeps): HistoryService {
-  return createHistoryService({ knex: async () => knex, store, list: POSTGRES_LIST, runtime, track });
+export function createPgHistoryService({ knex, store, runtime, track, relay }: PgServiceDeps): HistoryService {
+  return createHistoryService({ knex: async () => knex, store, list: POSTGRES_LIST, runtime, track, ...(relay ? { relay } : {}) });
 }
