@@ -21,7 +21,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const stampFile = path.join(root, 'dist', '.build-stamp');
 
 /** What the build reads (tsconfig.build.json's include, the WebUI, the build scripts). */
-const INPUT_DIRS = ['core', 'lib', 'plugins', 'hosts', 'bench', 'tests/fixtures', 'webui'];
+const INPUT_DIRS = ['core', 'lib', 'plugins', 'hosts', 'bench', 'plugin-api', 'tests/fixtures', 'webui'];
 const INPUT_FILES = ['plugin-api.d.ts', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
 /** Folders inside the inputs that are outputs or installs, never inputs. */
 const SKIP_DIRS = new Set(['node_modules', 'dist']);

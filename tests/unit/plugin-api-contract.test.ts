@@ -1,5 +1,7 @@
 /**
- * Pins the public contract: plugin-api.d.ts exports exactly these names, every exported
+ * Pins the public contract: plugin-api.d.ts (with the section files under plugin-api/ it
+ * re-exports) exports exactly these names, the interfaces plugins merge into are declared in the
+ * entry itself, every exported
  * declaration and every member of an exported interface carries a doc comment, the runtime
  * half (`liveagent/plugin-api`) holds exactly the values the file declares, and the objects a
  * kernel hands a plugin have exactly the members their interfaces document (both ways).
@@ -17,18 +19,50 @@ import { trackResources } from '../helpers/cleanup.js';
 import { fakeProvider } from '../helpers/fake-provider.js';
 
 const file = path.resolve(import.meta.dirname, '../../plugin-api.d.ts');
-const source = ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+const sources = new Map<string, ts.SourceFile>();
+const source = (f: string) => sources.get(f) ?? sources.set(f, ts.createSourceFile(f, fs.readFileSync(f, 'utf8'), ts.ScriptTarget.Latest, true)).get(f)!;
 
-function exported(): Array<{ name: string; node: ts.Node }> {
-  const out: Array<{ name: string; node: ts.Node }> = [];
-  source.forEachChild((n) => {
+type Exported = { name: string; node: ts.Node; file: string };
+
+/**
+ * What a contract file exports: its own `export` declarations, and what `export * from` and
+ * `export { … } from` bring in from the files they name (`./x.js` is `./x.d.ts`), followed as
+ * the compiler follows them. Any other export form throws, so nothing escapes these checks.
+ */
+function exportsOf(f: string, via: string[] = []): Exported[] {
+  if (via.includes(f)) throw new Error(`re-export cycle: ${[...via, f].join(' -> ')}`);
+  const out: Exported[] = [];
+  source(f).forEachChild((n) => {
+    if (ts.isExportDeclaration(n)) {
+      if (!n.moduleSpecifier || !ts.isStringLiteral(n.moduleSpecifier)) throw new Error(`${f}: only \`export … from './x.js'\` re-exports are followed`);
+      const target = path.resolve(path.dirname(f), n.moduleSpecifier.text.replace(/\.js$/, '.d.ts'));
+      const theirs = exportsOf(target, [...via, f]);
+      if (!n.exportClause) out.push(...theirs);
+      else if (ts.isNamedExports(n.exportClause)) {
+        for (const el of n.exportClause.elements) {
+          const found = theirs.find((e) => e.name === (el.propertyName ?? el.name).text);
+          if (!found) throw new Error(`${f}: ${target} exports no ${(el.propertyName ?? el.name).text}`);
+          out.push({ ...found, name: el.name.text });
+        }
+      } else throw new Error(`${f}: \`export * as\` is not followed`);
+      return;
+    }
+    if (ts.isExportAssignment(n)) throw new Error(`${f}: \`export =\` / \`export default\` is not part of the contract`);
     const mods = ts.canHaveModifiers(n) ? ts.getModifiers(n) : undefined;
     if (!mods?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword)) return;
-    if (ts.isVariableStatement(n)) for (const d of n.declarationList.declarations) out.push({ name: d.name.getText(), node: n });
-    else if ('name' in n && n.name) out.push({ name: (n.name as ts.Identifier).text, node: n });
+    if (ts.isVariableStatement(n)) for (const d of n.declarationList.declarations) out.push({ name: d.name.getText(), node: n, file: f });
+    else if ('name' in n && n.name) out.push({ name: (n.name as ts.Identifier).text, node: n, file: f });
   });
   return out;
 }
+
+/** Every exported declaration of the contract: the entry's own and those of the sections it re-exports. */
+function exported(): Exported[] {
+  return exportsOf(file);
+}
+
+/** The contract's files: the entry, then the section files it re-exports from. */
+const contractFiles = () => [...new Set([file, ...exported().map((e) => e.file)])];
 
 const hasDoc = (n: ts.Node) => ts.getJSDocCommentsAndTags(n).length > 0;
 
@@ -160,6 +194,16 @@ describe('plugin-api.d.ts', () => {
         "pluginEvent",
       ]
     `);
+  });
+
+  it('is the entry plus every section file under plugin-api/, and declares the merged interfaces in the entry itself', () => {
+    const dir = path.join(path.dirname(file), 'plugin-api');
+    const sections = fs.readdirSync(dir).map((f) => path.join(dir, f));
+    expect(contractFiles().slice(1).sort()).toEqual(sections.sort());
+    // `declare module 'liveagent/plugin-api' { interface ServiceMap { … } }` must merge into a declaration of this module, not one it re-exports.
+    const own = exported().filter((e) => e.file === file).map((e) => e.name);
+    expect(own).toEqual(expect.arrayContaining(['ServiceMap', 'PluginEvents']));
+    for (const name of ['ServiceMap', 'PluginEvents']) expect(ts.isInterfaceDeclaration(exported().find((e) => e.name === name)!.node)).toBe(true);
   });
 
   it('documents every exported declaration and every interface member', () => {
@@ -298,7 +342,7 @@ describe('the contract matches the code', () => {
   it('every @experimental member names an ExperimentalFeature, and definePlugin knows exactly those', () => {
     const alias = exported().find((e) => e.name === 'ExperimentalFeature')!.node as ts.TypeAliasDeclaration;
     const features = alias.type.getText().split('|').map((t) => t.trim().replace(/^'|'$/g, ''));
-    const tags = [...fs.readFileSync(file, 'utf8').matchAll(/^\s*\*\s*@experimental\b[\s\S]*?\*\//gm)].map((m) => m[0]);
+    const tags = [...contractFiles().map((f) => fs.readFileSync(f, 'utf8')).join('\n').matchAll(/^\s*\*\s*@experimental\b[\s\S]*?\*\//gm)].map((m) => m[0]);
     expect(tags.length).toBeGreaterThan(0);
     for (const tag of tags) expect(features.some((f) => tag.includes(`\`${f}\``))).toBe(true);
     for (const f of features) expect(() => definePlugin({ name: 'x', experimental: [f as never], apply() {} })).not.toThrow();

@@ -19,6 +19,7 @@ try {
   fs.mkdirSync(path.join(scratch, 'lib/gateway-protocol'), { recursive: true });
   fs.copyFileSync(path.join(repo, 'lib/gateway-protocol/protocol.ts'), path.join(scratch, 'lib/gateway-protocol/protocol.ts'));
   fs.copyFileSync(path.join(repo, 'plugin-api.d.ts'), path.join(scratch, 'plugin-api.d.ts'));
+  fs.cpSync(path.join(repo, 'plugin-api'), path.join(scratch, 'plugin-api'), { recursive: true });
   fs.mkdirSync(path.join(scratch, 'core'), { recursive: true });
   fs.copyFileSync(path.join(repo, 'core/message-fold.ts'), path.join(scratch, 'core/message-fold.ts'));
   fs.mkdirSync(path.join(scratch, 'hosts/desktop'), { recursive: true });
