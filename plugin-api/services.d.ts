@@ -135,16 +135,20 @@ export interface StartSegmentOptions {
   carryFromMessageId?: string;
 }
 
-/** A stored conversation changed in a way lists show (its title). */
+/**
+ * A stored conversation changed in a way lists show: its title, its meta (pinned), or it was
+ * deleted. With a backend several processes share (PostgreSQL), changes made by the others are
+ * reported too.
+ */
 export interface ConversationChange {
   /** The conversation that changed. */
   conversationId: string;
-  /** What changed. */
-  kind: 'title';
-  /** The new title. */
-  title: string;
-  /** `user`: a rename; `auto`: a generated title ({@link HistoryService.setTitle}). */
-  titleSource: 'user' | 'auto';
+  /** What changed: `title` (a rename or a generated title), `meta` (e.g. pinned), `deleted`. */
+  kind: 'title' | 'meta' | 'deleted';
+  /** With `title`: the new title. */
+  title?: string;
+  /** With `title`: `user` for a rename, `auto` for a generated title ({@link HistoryService.setTitle}). */
+  titleSource?: 'user' | 'auto';
 }
 
 /**
@@ -169,8 +173,9 @@ export interface HistoryService {
    */
   setTitle(id: string, title: string): Promise<boolean>;
   /**
-   * Be told of every title stored in this process (a rename or a generated title), after it is
-   * written. Resolves once listening (the database is open); dispose to stop.
+   * Be told of every title stored (a rename or a generated title), meta change and delete, after
+   * it is written: this process's own, and with a shared backend those of other processes too.
+   * Resolves once listening (the database is open); dispose to stop.
    */
   watchConversations(listener: (change: ConversationChange) => void): Promise<Disposable>;
   /**

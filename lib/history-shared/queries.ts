@@ -209,7 +209,9 @@ export function createHistoryService({ knex: getKnex, store, list, runtime, trac
         // Stop a run first, or its final round would write into (and recreate) the conversation.
         await runtime.forgetConversation(id);
         // Segments, messages and usage go with it (ON DELETE CASCADE).
-        return (await knex('conversations').where({ id }).del()) > 0;
+        const deleted = (await knex('conversations').where({ id }).del()) > 0;
+        if (deleted) changed({ conversationId: id, kind: 'deleted' });
+        return deleted;
       }),
 
     conversationExists: (id: string) =>
@@ -224,7 +226,9 @@ export function createHistoryService({ knex: getKnex, store, list, runtime, trac
         check(Id, id, 'setConversationMeta', 'id');
         const p = check(MetaPatch, patch, 'setConversationMeta', 'patch');
         // The store, not knex: plugins patch meta on a run's path (the memory pin).
-        return store.patchMeta(id, p as JsonObject);
+        const meta = await store.patchMeta(id, p as JsonObject);
+        if (meta !== undefined) changed({ conversationId: id, kind: 'meta' });
+        return meta;
       }),
 
     getUsage: (id: string) =>

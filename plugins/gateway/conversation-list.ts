@@ -19,6 +19,8 @@ export interface ConversationListDeps {
   running(conversationId: string): boolean;
   /** Where a subscription lives until the plugin stops (the context's subscriptions). */
   keep(sub: Disposable): void;
+  /** A conversation the history reports deleted (by another process too): forget it here. */
+  deleted(conversationId: string): void;
 }
 
 export class ConversationList {
@@ -44,13 +46,14 @@ export class ConversationList {
     this.timer.unref();
   }
 
-  /** A title stored anywhere in this process (the title plugin, a rename) reaches every client's conversation list. */
+  /** A title, pin or delete stored anywhere (the title plugin, a rename; another process of a team) reaches every client's conversation list. */
   watchHistory(): void {
     if (this.watched) return;
     this.watched = true;
     this.d.history
-      .watch((conversationId) => {
+      .watch((conversationId, kind) => {
         if (this.d.closed()) return;
+        if (kind === 'deleted') return this.d.deleted(conversationId);
         this.d.fanout.bumpVersion(conversationId);
         this.scheduleBroadcast();
       })

@@ -130,6 +130,7 @@ export class Gateway implements GatewayHostService {
       closed: () => this.closed,
       running,
       keep: (sub) => ctx.subscriptions.push(sub),
+      deleted: (conversationId) => this.onDeleted(conversationId),
     });
     this.requests = new Requests({
       ctx,

@@ -3,7 +3,7 @@
  * plugin provides it, else an in-memory store fed by the lifecycle events (tests, ephemeral
  * hosts). The service is looked up on every call, so load order does not matter.
  */
-import type { Checkpoint, Disposable, HistoryMessage, HistoryService, LifecycleEvent, Message, SegmentInfo, SessionHookTaps } from '../../plugin-api.js';
+import type { Checkpoint, ConversationChange, Disposable, HistoryMessage, HistoryService, LifecycleEvent, Message, SegmentInfo, SessionHookTaps } from '../../plugin-api.js';
 import { checkpointOfEndPayload, type CheckpointView, type ConversationSummary, type ConversationUsage, type ReplyMap } from '../../lib/gateway-protocol/protocol.js';
 
 export type { ConversationUsage } from '../../lib/gateway-protocol/protocol.js';
@@ -216,11 +216,11 @@ export class GatewayHistory {
     this.memory.delete(id);
   }
 
-  /** Titles the history service stores (renames, generated titles); undefined when there is no service to watch. */
-  async watch(listener: (conversationId: string) => void): Promise<Disposable | undefined> {
+  /** Titles, meta and deletes the history service reports (here or, on a shared backend, elsewhere); undefined when there is no service to watch. */
+  async watch(listener: (conversationId: string, kind: ConversationChange['kind']) => void): Promise<Disposable | undefined> {
     const svc = this.service();
     if (typeof svc?.watchConversations !== 'function') return undefined;
-    return svc.watchConversations((change) => listener(change.conversationId));
+    return svc.watchConversations((change) => listener(change.conversationId, change.kind));
   }
 
   /** Pin or unpin (`meta.pinned`); false when the conversation is unknown. */

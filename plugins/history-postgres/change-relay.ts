@@ -1,6 +1,7 @@
 /**
  * Conversation changes between the processes of one database (a team: several `serve`
- * processes, CLIs): a title stored by one reaches the conversation lists the others serve.
+ * processes, CLIs): a title, a pin or a delete made by one reaches the conversation lists the
+ * others serve.
  * Sent with NOTIFY on `liveagent_history` from the pool; heard on one dedicated `pg` client
  * (LISTEN belongs to a session, so not a pooled connection), reconnected with backoff when it
  * drops. NOTIFY is a doorbell: a change missed while disconnected is seen at the next list.
@@ -38,7 +39,7 @@ export class PgChangeRelay implements ChangeRelay {
 
   send(change: ConversationChange): void {
     if (this.closed) return;
-    const payload = JSON.stringify({ origin: this.origin, change: { ...change, title: change.title.slice(0, MAX_TITLE) } });
+    const payload = JSON.stringify({ origin: this.origin, change: change.title === undefined ? change : { ...change, title: change.title.slice(0, MAX_TITLE) } });
     this.o.knex.raw('SELECT pg_notify(?, ?)', [CHANNEL, payload]).catch((err: Error) => this.o.logger.debug(`could not announce a conversation change: ${err.message}`));
   }
 
@@ -88,8 +89,11 @@ export class PgChangeRelay implements ChangeRelay {
       return;
     }
     const c = msg.change;
-    if (msg.origin === this.origin || !c || typeof c.conversationId !== 'string' || c.kind !== 'title' || typeof c.title !== 'string') return;
-    const change: ConversationChange = { conversationId: c.conversationId, kind: 'title', title: c.title, titleSource: c.titleSource === 'auto' ? 'auto' : 'user' };
+    if (msg.origin === this.origin || !c || typeof c.conversationId !== 'string') return;
+    let change: ConversationChange;
+    if (c.kind === 'title' && typeof c.title === 'string') change = { conversationId: c.conversationId, kind: 'title', title: c.title, titleSource: c.titleSource === 'auto' ? 'auto' : 'user' };
+    else if (c.kind === 'meta' || c.kind === 'deleted') change = { conversationId: c.conversationId, kind: c.kind };
+    else return;
     for (const l of this.listeners) {
       try {
         l(change);

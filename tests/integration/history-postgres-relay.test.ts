@@ -47,7 +47,7 @@ function until<T>(get: () => T | undefined, ms = 10_000): Promise<T> {
 }
 
 describe.skipIf(!!postgresSkip)('history changes between processes (PostgreSQL)', () => {
-  it("a rename on one process reaches the other's watchers, once, and not its own twice", async () => {
+  it("a rename, a pin and a delete on one process reach the other's watchers, once, and not its own twice", async () => {
     const url = await pg.cluster().createDatabase();
     const a = await process(url);
     const b = await process(url);
@@ -72,5 +72,12 @@ describe.skipIf(!!postgresSkip)('history changes between processes (PostgreSQL)'
     expect(seenB.filter((c) => c.title === last)).toHaveLength(1);
     // A heard its own change once, from itself, not again through the database.
     expect(seenA.filter((c) => c.title === last)).toHaveLength(1);
+
+    // A pin and a delete travel the same way.
+    await a.history.setConversationMeta(conversationId, { pinned: true });
+    expect(await until(() => seenB.find((c) => c.kind === 'meta'))).toEqual({ conversationId, kind: 'meta' });
+    expect(await a.kernel.runtime.deleteConversation(conversationId)).toBe(true);
+    expect(await until(() => seenB.find((c) => c.kind === 'deleted'))).toEqual({ conversationId, kind: 'deleted' });
+    expect(seenA.filter((c) => c.kind === 'deleted')).toHaveLength(1);
   });
 });
