@@ -69,14 +69,16 @@ export async function benchToolLoop(server: Awaited<ReturnType<typeof startBench
   };
   try {
     const { rawMs, pipelineMs, ratio } = await compareCpu(raw, pipeline, repeats);
-    // Retained heap over two loops each, after one more warm-up loop: what stays behind after a
-    // loop, not what the first loops in the process leave (JIT code, caches, SQLite pages).
+    // Retained heap over four loops each, after two more warm-up loops: what stays behind after a
+    // loop, not what the first loops in the process leave (inline caches, caches, SQLite pages);
+    // over four, one collection's timing moves the figure a quarter as much as over one.
+    const LOOPS = 4;
     const retained = async (loop: () => Promise<void>) => {
       await loop();
+      await loop();
       const before = heap();
-      await loop();
-      await loop();
-      return (heap() - before) / 2;
+      for (let i = 0; i < LOOPS; i++) await loop();
+      return (heap() - before) / LOOPS;
     };
     const rawRetained = await retained(raw);
     const pipelineRetained = await retained(pipeline);
