@@ -260,13 +260,23 @@ export class Team implements GatewayRemote {
     await this.log.catchUp(conversationId);
     const runId = this.log.openRemote.get(conversationId);
     if (!runId) return;
-    const seq = await this.o.knex.transaction(async (trx) => {
-      const conv = (await trx.raw('SELECT last_seq, seq_reserved FROM conversations WHERE id = ? FOR UPDATE', [conversationId])).rows[0] as { last_seq: number; seq_reserved: number } | undefined;
-      const top = (await trx.raw('SELECT MAX(seq) AS seq FROM team_events WHERE conversation_id = ?', [conversationId])).rows[0] as { seq: number | null };
-      const next = Math.max(Number(conv?.last_seq ?? 0), Number(conv?.seq_reserved ?? 0), Number(top.seq ?? 0)) + 1;
-      if (conv) await trx.raw('UPDATE conversations SET seq_reserved = GREATEST(seq_reserved, ?::bigint) WHERE id = ?', [next, conversationId]);
-      return next;
-    });
+    // Taken at once, before the next await: a send taking the conversation over and the reaper
+    // may both get here for the same run, and only one of them may close it.
+    this.log.openRemote.delete(conversationId);
+    let seq: number;
+    try {
+      seq = await this.o.knex.transaction(async (trx) => {
+        const conv = (await trx.raw('SELECT last_seq, seq_reserved FROM conversations WHERE id = ? FOR UPDATE', [conversationId])).rows[0] as { last_seq: number; seq_reserved: number } | undefined;
+        const top = (await trx.raw('SELECT MAX(seq) AS seq FROM team_events WHERE conversation_id = ?', [conversationId])).rows[0] as { seq: number | null };
+        const next = Math.max(Number(conv?.last_seq ?? 0), Number(conv?.seq_reserved ?? 0), Number(top.seq ?? 0)) + 1;
+        if (conv) await trx.raw('UPDATE conversations SET seq_reserved = GREATEST(seq_reserved, ?::bigint) WHERE id = ?', [next, conversationId]);
+        return next;
+      });
+    } catch (err) {
+      // Still open: the reaper tries again at its next poll.
+      if (!this.log.openRemote.has(conversationId)) this.log.openRemote.set(conversationId, runId);
+      throw err;
+    }
     const end: LifecycleEvent = {
       type: 'agent_end',
       conversationId,
@@ -277,7 +287,6 @@ export class Team implements GatewayRemote {
       usage: { inputTokens: 0, outputTokens: 0 },
       error: { code: 'internal', message: `the process running this conversation (${from}) stopped; its partial reply is kept`, details: { ownerLost: true } },
     };
-    this.log.openRemote.delete(conversationId);
     this.log.append(end);
     this.o.gateway.publishRemote(end);
     this.o.logger.warn(`took conversation ${conversationId} over from process ${from}, which stopped mid-run`);
