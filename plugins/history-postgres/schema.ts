@@ -9,12 +9,29 @@
  * owner may create it), a GIN trigram index serves those ILIKEs; otherwise they scan
  * message_search, which is correct, only slower on a large history.
  */
-import { historyMigrationSource, type DialectMigrations } from '../../lib/history-shared/migrations.js';
+import { historyMigrationSource, SEARCH_TEXT_MAX, type DialectMigrations } from '../../lib/history-shared/migrations.js';
 
 /** A message row's (`m`) searchable text: its text blocks in order, one per line; NULL when none. */
 const searchText = (m: string) =>
   `(SELECT string_agg(b.value ->> 'text', E'\\n' ORDER BY b.n) FROM jsonb_array_elements(${m}.content::jsonb) WITH ORDINALITY AS b(value, n)
      WHERE b.value ->> 'type' = 'text' AND b.value ->> 'text' <> '')`;
+
+/** The trigger function that indexes a message row, its text whole (0005) or capped at `cap` characters (0007). */
+const indexFunction = (verb: 'CREATE' | 'CREATE OR REPLACE', cap?: number) =>
+  `${verb} FUNCTION liveagent_index_message() RETURNS trigger LANGUAGE plpgsql AS $$
+   DECLARE t TEXT;
+   BEGIN
+     IF TG_OP <> 'INSERT' THEN
+       DELETE FROM message_search WHERE message_id = OLD.id;
+     END IF;
+     IF TG_OP <> 'DELETE' AND NEW.role IN ('user', 'assistant') AND NEW.status = 'complete' THEN
+       SELECT ${cap ? `left(${searchText('NEW')}, ${cap})` : searchText('NEW')} INTO t;
+       IF t IS NOT NULL THEN
+         INSERT INTO message_search (message_id, conversation_id, text) VALUES (NEW.id, NEW.conversation_id, t);
+       END IF;
+     END IF;
+     RETURN NULL;
+   END $$`;
 
 const MESSAGE_SEARCH_UP = [
   `CREATE TABLE message_search (
@@ -34,20 +51,7 @@ const MESSAGE_SEARCH_UP = [
        CREATE INDEX message_search_text_trgm ON message_search USING gin (text gin_trgm_ops);
      END IF;
    END $$`,
-  `CREATE FUNCTION liveagent_index_message() RETURNS trigger LANGUAGE plpgsql AS $$
-   DECLARE t TEXT;
-   BEGIN
-     IF TG_OP <> 'INSERT' THEN
-       DELETE FROM message_search WHERE message_id = OLD.id;
-     END IF;
-     IF TG_OP <> 'DELETE' AND NEW.role IN ('user', 'assistant') AND NEW.status = 'complete' THEN
-       SELECT ${searchText('NEW')} INTO t;
-       IF t IS NOT NULL THEN
-         INSERT INTO message_search (message_id, conversation_id, text) VALUES (NEW.id, NEW.conversation_id, t);
-       END IF;
-     END IF;
-     RETURN NULL;
-   END $$`,
+  indexFunction('CREATE'),
   // As on SQLite: a streaming reply saved again and again is indexed once, when complete.
   `CREATE TRIGGER messages_search_ai AFTER INSERT ON messages FOR EACH ROW
      WHEN (NEW.role IN ('user', 'assistant') AND NEW.status = 'complete') EXECUTE FUNCTION liveagent_index_message()`,
@@ -73,6 +77,15 @@ const PG_MIGRATIONS: DialectMigrations = {
       for (const t of ['messages_search_ai', 'messages_search_au', 'messages_search_ad']) await knex.raw(`DROP TRIGGER IF EXISTS ${t} ON messages`);
       await knex.raw('DROP FUNCTION IF EXISTS liveagent_index_message()');
       await knex.raw('DROP TABLE IF EXISTS message_search');
+    },
+  },
+  '0007_search_text_cap': {
+    async up(knex) {
+      await knex.raw(indexFunction('CREATE OR REPLACE', SEARCH_TEXT_MAX));
+      await knex.raw(`UPDATE message_search SET text = left(text, ${SEARCH_TEXT_MAX}) WHERE length(text) > ${SEARCH_TEXT_MAX}`);
+    },
+    async down(knex) {
+      await knex.raw(indexFunction('CREATE OR REPLACE'));
     },
   },
 };

@@ -8,16 +8,28 @@
  * Triggers keep it in step with every insert, content update and delete (truncation and
  * cascades included), so no writer has to know about it; existing messages are backfilled.
  */
-import { historyMigrationSource } from '../../lib/history-shared/migrations.js';
+import { historyMigrationSource, SEARCH_TEXT_MAX } from '../../lib/history-shared/migrations.js';
 
 /** The searchable text of a message row (`m`): its text blocks, one per line; NULL when there is none. */
 const searchText = (m: string) =>
   `(SELECT group_concat(json_extract(b.value, '$.text'), char(10)) FROM json_each(${m}.content) b
      WHERE json_extract(b.value, '$.type') = 'text' AND json_extract(b.value, '$.text') <> '')`;
 
-const indexMessage = (m: string, when = '1') =>
+const indexMessage = (m: string, when = '1', cap?: number) =>
   `INSERT INTO message_search (message_id, conversation_id, text)
-     SELECT ${m}.id, ${m}.conversation_id, t FROM (SELECT ${searchText(m)} AS t) WHERE t IS NOT NULL AND ${when};`;
+     SELECT ${m}.id, ${m}.conversation_id, ${cap ? `substr(t, 1, ${cap})` : 't'} FROM (SELECT ${searchText(m)} AS t) WHERE t IS NOT NULL AND ${when};`;
+/** The two triggers that index a message row, with the text capped at `cap` characters (0007) or whole (0005). */
+const indexTriggers = (cap?: number) => [
+  `CREATE TRIGGER messages_search_ai AFTER INSERT ON messages
+     WHEN new.role IN ('user', 'assistant') AND new.status = 'complete' AND instr(new.content, '"type":"text"') > 0 BEGIN
+     ${indexMessage('new', '1', cap)}
+   END`,
+  `CREATE TRIGGER messages_search_au AFTER UPDATE OF content, status ON messages
+     WHEN new.role IN ('user', 'assistant') AND (old.content IS NOT new.content OR old.status IS NOT new.status) BEGIN
+     DELETE FROM message_search WHERE message_id = old.id;
+     ${indexMessage('new', "new.status = 'complete'", cap)}
+   END`,
+];
 
 const MESSAGE_SEARCH_SQL = [
   `CREATE TABLE message_search (
@@ -41,15 +53,7 @@ const MESSAGE_SEARCH_SQL = [
   // once, when it is complete, not re-indexed at every progress save.
   // `instr` first: a tool loop's rounds (tool calls only) skip json_each, which costs more than
   // the rest of the insert. The content is JSON.stringify's output, so a text block reads exactly so.
-  `CREATE TRIGGER messages_search_ai AFTER INSERT ON messages
-     WHEN new.role IN ('user', 'assistant') AND new.status = 'complete' AND instr(new.content, '"type":"text"') > 0 BEGIN
-     ${indexMessage('new')}
-   END`,
-  `CREATE TRIGGER messages_search_au AFTER UPDATE OF content, status ON messages
-     WHEN new.role IN ('user', 'assistant') AND (old.content IS NOT new.content OR old.status IS NOT new.status) BEGIN
-     DELETE FROM message_search WHERE message_id = old.id;
-     ${indexMessage('new', "new.status = 'complete'")}
-   END`,
+  ...indexTriggers(),
   `CREATE TRIGGER messages_search_ad AFTER DELETE ON messages BEGIN
      DELETE FROM message_search WHERE message_id = old.id;
    END`,
@@ -70,6 +74,20 @@ export const migrationSource = historyMigrationSource({
       for (const t of ['messages_search_ai', 'messages_search_au', 'messages_search_ad', 'message_search_ai', 'message_search_ad', 'message_search_au']) await knex.raw(`DROP TRIGGER IF EXISTS ${t}`);
       await knex.raw('DROP TABLE IF EXISTS message_fts');
       await knex.raw('DROP TABLE IF EXISTS message_search');
+    },
+  },
+  '0007_search_text_cap': {
+    async up(knex) {
+      await knex.raw('DROP TRIGGER IF EXISTS messages_search_ai');
+      await knex.raw('DROP TRIGGER IF EXISTS messages_search_au');
+      for (const sql of indexTriggers(SEARCH_TEXT_MAX)) await knex.raw(sql);
+      // Rows indexed whole before: cut too (the FTS table follows through message_search_au).
+      await knex.raw(`UPDATE message_search SET text = substr(text, 1, ${SEARCH_TEXT_MAX}) WHERE length(text) > ${SEARCH_TEXT_MAX}`);
+    },
+    async down(knex) {
+      await knex.raw('DROP TRIGGER IF EXISTS messages_search_ai');
+      await knex.raw('DROP TRIGGER IF EXISTS messages_search_au');
+      for (const sql of indexTriggers()) await knex.raw(sql);
     },
   },
 });

@@ -275,10 +275,10 @@ for (const backend of backends) {
 }
 
 describe.skipIf(!!postgresSkip)('history-postgres only', () => {
-  it('runs the same migrations by name, with 0005 in its own dialect (trigram index, triggers, backfill)', async () => {
+  it('runs the same migrations by name, with 0005 and 0007 in its own dialect (trigram index, triggers, backfill, the text cap)', async () => {
     const names = async (s: typeof sqliteMigrations) => (await s.getMigrations([])).map((m) => s.getMigrationName(m));
     expect(await names(pgMigrations as never)).toEqual(await names(sqliteMigrations));
-    expect(POSTGRES_OVERRIDDEN).toEqual(['0005_message_search']);
+    expect(POSTGRES_OVERRIDDEN).toEqual(['0005_message_search', '0007_search_text_cap']);
 
     // A database at 0004 with a message in it: 0005 indexes what is there.
     const url = await pg.cluster().createDatabase();

@@ -14,6 +14,7 @@ import type { Plugin, Provider } from '../../plugin-api.js';
 import { createKernel, type Kernel } from '../../core/kernel.js';
 import historySqlite from '../../plugins/history-sqlite/index.js';
 import { snippetOf } from '../../lib/history-shared/search.js';
+import { SEARCH_TEXT_MAX } from '../../lib/history-shared/migrations.js';
 import { migrationSource } from '../../plugins/history-sqlite/schema.js';
 import { HISTORY_SERVICE, type HistoryService } from '../../plugins/history-sqlite/service.js';
 import { fakeProvider } from '../helpers/fake-provider.js';
@@ -73,6 +74,19 @@ describe('history search (FTS5)', () => {
     expect(await ids('NEAR(things)')).toEqual([b.conversationId]);
     expect(await ids('(unbalanced')).toEqual([b.conversationId]);
     expect(await ids('*')).toEqual([b.conversationId]);
+  });
+
+  it('indexes the first SEARCH_TEXT_MAX characters of a message: words there are found, words past it are not', async () => {
+    const { kernel, history } = await boot(tmpHome(), fakeProvider(() => ({ text: 'ok' })));
+    const long = `alphaword ${'x'.repeat(SEARCH_TEXT_MAX)} omegaword`;
+    const run = kernel.runtime.startRun({ input: text(long), mode: 'text' });
+    await run.result;
+    const ids = async (search: string) => (await history.listConversations({ search })).map((x) => x.id);
+    expect(await ids('alphaword')).toEqual([run.conversationId]);
+    expect(await ids('omegaword')).toEqual([]);
+    // The message itself is stored whole.
+    const detail = await history.getConversation(run.conversationId);
+    expect(textOf(detail!.messages[0]!.content)).toBe(long);
   });
 
   it('follows truncation, streaming updates and deletes', async () => {
