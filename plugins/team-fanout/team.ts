@@ -102,8 +102,17 @@ export class Team implements GatewayRemote {
 
   async start(): Promise<void> {
     await this.connect();
+    // A tick while the previous one is still at work is skipped: two reaps at once would both
+    // find the same run lapsed (a slow database makes ticks overlap).
     const every = (ms: number, fn: () => Promise<unknown>) => {
-      const t = setInterval(() => void fn().catch((err) => this.o.logger.warn(`team: ${(err as Error).message}`)), ms);
+      let busy = false;
+      const t = setInterval(() => {
+        if (busy) return;
+        busy = true;
+        void fn()
+          .catch((err) => this.o.logger.warn(`team: ${(err as Error).message}`))
+          .finally(() => (busy = false));
+      }, ms);
       t.unref();
       this.timers.push(t);
     };
