@@ -88,12 +88,7 @@ describe.skipIf(postgresSkip)('team server: several serve processes on one Postg
     const runId = sent.data.runId;
     // B learns of the conversation once A logged or stored something of it (a client finds it in
     // the conversation list); until then B does not know it.
-    let sub: Msg;
-    for (let i = 0; ; i++) {
-      sub = await onB.request({ type: 'subscribe', conversationId });
-      if (sub.ok || i > 20 || sub.error?.code !== 'not_found') break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const sub = await onB.subscribeWhenKnown(conversationId, 21);
     expect(sub.ok, JSON.stringify(sub)).toBe(true);
     await onB.until((all) => all.some((m) => m.type === 'done' && m.conversationId === conversationId), WAIT_MS, 'done on B');
     await onA.until((all) => all.some((m) => m.type === 'done' && m.conversationId === conversationId), WAIT_MS, 'done on A');
@@ -183,12 +178,7 @@ describe.skipIf(postgresSkip)('team server: several serve processes on one Postg
     expect(sent.ok, JSON.stringify(sent)).toBe(true);
     const id = sent.data.conversationId as string;
     const runId = sent.data.runId as string;
-    let sub: Msg;
-    for (let i = 0; ; i++) {
-      sub = await onB.request({ type: 'subscribe', conversationId: id });
-      if (sub.ok || i > 40 || sub.error?.code !== 'not_found') break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const sub = await onB.subscribeWhenKnown(id, 41);
     expect(sub.ok, JSON.stringify(sub)).toBe(true);
     await onB.until((all) => all.filter((m) => m.type === 'token' && m.event.runId === runId).length >= 3, WAIT_MS, 'tokens on B');
     const listed = async () => ((await onB.request({ type: 'conversations.list' })).data.items as Msg[]).find((i) => i.id === id)?.running;

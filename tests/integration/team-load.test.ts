@@ -111,12 +111,7 @@ describe.skipIf(postgresSkip)(`team server under load: ${CONVS} conversations x 
     // Subscribed everywhere before the runs (a process learns of a conversation from its log).
     const subscribeAll = async (c: TeamClient) => {
       for (const id of ids) {
-        let sub: Msg;
-        for (let i = 0; ; i++) {
-          sub = await c.request({ type: 'subscribe', conversationId: id });
-          if (sub.ok || i > 40 || sub.error?.code !== 'not_found') break;
-          await new Promise((r) => setTimeout(r, 50));
-        }
+        const sub = await c.subscribeWhenKnown(id, 41);
         expect(sub.ok, JSON.stringify(sub)).toBe(true);
       }
     };
@@ -196,12 +191,7 @@ describe.skipIf(postgresSkip)(`team server under load: ${CONVS} conversations x 
     const made = await onA.request({ type: 'chat_queue', item: { action: 'send', clientRequestId: 'q-warm', text: 'warm-q' } });
     const id = made.data.conversationId as string;
     await onA.until((all) => all.some((m) => m.type === 'done' && m.conversationId === id), WAIT_MS, 'the first run');
-    let sub: Msg;
-    for (let i = 0; ; i++) {
-      sub = await onB.request({ type: 'subscribe', conversationId: id });
-      if (sub.ok || i > 40 || sub.error?.code !== 'not_found') break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const sub = await onB.subscribeWhenKnown(id, 41);
     expect(sub.ok, JSON.stringify(sub)).toBe(true);
 
     const first = await onB.request({ type: 'chat_queue', item: { action: 'send', conversationId: id, clientRequestId: 'q1', text: 'load-1' } });
