@@ -198,10 +198,12 @@ async function runOne(call: ToolCallBlock, env: DispatchEnv, watch: StopWatch): 
         info.input = args as JsonObject;
         emitStart(args);
         const run = async (): Promise<ToolResult> => {
-          const blocked = await env.hooks.beforeToolCall.promise(info);
+          // A hook nobody tapped is not called: each call is a promise and a microtask turn per tool call.
+          const blocked = env.hooks.beforeToolCall.isUsed() ? await env.hooks.beforeToolCall.promise(info) : undefined;
           if (blocked?.block) return errorResult(call, `Tool call blocked: ${blocked.reason}`, { blocked: true });
           if (env.signal.aborted) return errorResult(call, 'Tool call cancelled: the run was stopped.', { cancelled: true });
-          return (await env.hooks.executeTool.promise(info, ctx)) ?? (await asTool(tool, call.name, env.runId, () => tool.execute(args, ctx)));
+          const answered = env.hooks.executeTool.isUsed() ? await env.hooks.executeTool.promise(info, ctx) : undefined;
+          return answered ?? (await asTool(tool, call.name, env.runId, () => tool.execute(args, ctx)));
         };
         const outcome = await untilStopped(run(), watch);
         result = outcome === STOPPED ? abandoned(call, grace) : outcome;
@@ -214,8 +216,10 @@ async function runOne(call: ToolCallBlock, env: DispatchEnv, watch: StopWatch): 
     else result = env.signal.aborted ? errorResult(call, `Tool call cancelled: ${msg}`, { cancelled: true }) : errorResult(call, `${call.name} failed: ${msg}`);
   }
   try {
-    const after = await untilStopped(env.hooks.afterToolCall.promise(result, info), watch);
-    if (after !== STOPPED) result = after;
+    if (env.hooks.afterToolCall.isUsed()) {
+      const after = await untilStopped(env.hooks.afterToolCall.promise(result, info), watch);
+      if (after !== STOPPED) result = after;
+    }
   } catch (err) {
     result = isHookFailure(err) ? hookFailure(call, err, env.logger) : errorResult(call, err instanceof Error ? err.message : String(err));
   }

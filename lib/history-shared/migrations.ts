@@ -168,6 +168,24 @@ const MIGRATIONS: Array<InCodeMigration | DialectMigrationName> = [
   },
   // The search index holds the first SEARCH_TEXT_MAX characters of a message (triggers, so each dialect writes it).
   '0007_search_text_cap',
+  {
+    // The run and round of an assistant message that carries its round's usage itself (SQLite's
+    // round commit writes no usage row: lib/history-shared/rows.ts usageOfMessageRow). Null on
+    // every other row, and on rows stored before: their usage rows stay where they are.
+    name: '0008_message_round',
+    async up(knex) {
+      await knex.schema.alterTable('messages', (t) => {
+        t.string('run_id').nullable();
+        t.integer('round').nullable();
+      });
+    },
+    async down(knex) {
+      await knex.schema.alterTable('messages', (t) => {
+        t.dropColumn('run_id');
+        t.dropColumn('round');
+      });
+    },
+  },
 ];
 
 /** Every migration in order, the dialect's own in their places. */

@@ -10,7 +10,7 @@ import type { Knex } from 'knex';
 import { z } from 'zod';
 import { UsageError } from '../../core/errors.js';
 import type { ConversationChange, ConversationDetail, ConversationPage, ExecutionMode, HistoryService, JsonObject, ListConversationsOptions, RuntimeApi } from '../../plugin-api.js';
-import { parseMeta, rowToHistoryMessage, rowToUsage, segmentInfo, summaryOf, type ConversationRow, type MessageRow, type SegmentRow, type SummaryRow, type UsageRow } from './rows.js';
+import { parseMeta, rowToHistoryMessage, rowToUsage, segmentInfo, usageOfMessageRow, summaryOf, type ConversationRow, type MessageRow, type SegmentRow, type SummaryRow, type UsageRow } from './rows.js';
 import { likePattern, searchTerms, snippetOf } from './search.js';
 
 /** The key the service is provided under. */
@@ -235,7 +235,17 @@ export function createHistoryService({ knex: getKnex, store, list, runtime, trac
       track(async () => {
         const knex = await getKnex();
         check(Id, id, 'getUsage', 'id');
-        return ((await knex('usage').where({ conversation_id: id }).orderBy('id')) as UsageRow[]).map(rowToUsage);
+        const rows = ((await knex('usage').where({ conversation_id: id }).orderBy('id')) as UsageRow[]).map(rowToUsage);
+        // Rounds whose message carries its usage (SQLite's round commit), while the message is stored.
+        const carried = (await knex('messages')
+          .where({ conversation_id: id })
+          .whereNotNull('run_id')
+          .whereNotNull('usage')
+          .orderBy('ordinal')
+          .select('id', 'conversation_id', 'provider', 'model', 'usage', 'updated_at', 'run_id', 'round')) as MessageRow[];
+        if (carried.length === 0) return rows;
+        // One list in the order the rounds were spent (a stable sort keeps each source's order).
+        return [...rows, ...carried.map((r) => usageOfMessageRow(r)!)].sort((a, b) => a.createdAt - b.createdAt);
       }),
 
     startSegment: (id, options) =>

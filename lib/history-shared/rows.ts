@@ -22,6 +22,9 @@ export interface MessageRow {
   meta: string | null;
   created_at: number;
   updated_at: number;
+  /** The run and round that committed an assistant message whose usage the row carries (0008; SQLite only, see usageOfMessageRow). */
+  run_id?: string | null;
+  round?: number | null;
 }
 
 export interface ConversationRow {
@@ -85,11 +88,14 @@ export interface MessageParams {
   meta: string | null;
   createdAt: number;
   now: number;
+  /** Set when the row carries its round's usage (no usage row written for it); null otherwise. */
+  runId: string | null;
+  round: number | null;
 }
 
 const json = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v));
 
-export function messageParams(conversationId: string, m: Message, status: 'partial' | 'complete', now: number): MessageParams {
+export function messageParams(conversationId: string, m: Message, status: 'partial' | 'complete', now: number, usageOf?: { runId: string; round: number }): MessageParams {
   return {
     id: m.id,
     conversationId,
@@ -105,6 +111,8 @@ export function messageParams(conversationId: string, m: Message, status: 'parti
     meta: json(m.meta),
     createdAt: m.createdAt,
     now,
+    runId: usageOf?.runId ?? null,
+    round: usageOf?.round ?? null,
   };
 }
 
@@ -149,6 +157,32 @@ export function rowToUsage(r: UsageRow): UsageRecord {
     reasoningTokens: r.reasoning_tokens,
     ...(typeof r.cost_usd === 'number' ? { costUsd: r.cost_usd } : {}),
     createdAt: r.created_at,
+  };
+}
+
+/**
+ * The usage record of a message row that carries its round's usage (run_id set): SQLite writes a
+ * committed round's usage on its assistant message instead of a usage row (one row and three
+ * index pages less per round commit), and turns it into a usage row only when the message is
+ * truncated away. Undefined for any other row.
+ */
+export function usageOfMessageRow(r: Pick<MessageRow, 'id' | 'conversation_id' | 'provider' | 'model' | 'usage' | 'updated_at' | 'run_id' | 'round'>): UsageRecord | undefined {
+  if (!r.run_id || r.round === null || r.round === undefined || r.usage === null) return undefined;
+  const u = JSON.parse(r.usage) as Usage;
+  return {
+    conversationId: r.conversation_id,
+    messageId: r.id,
+    runId: r.run_id,
+    round: r.round,
+    provider: r.provider ?? '',
+    model: r.model ?? '',
+    inputTokens: u.inputTokens ?? 0,
+    outputTokens: u.outputTokens ?? 0,
+    cacheReadTokens: u.cacheReadTokens ?? 0,
+    cacheWriteTokens: u.cacheWriteTokens ?? 0,
+    reasoningTokens: u.reasoningTokens ?? 0,
+    ...(typeof u.costUsd === 'number' ? { costUsd: u.costUsd } : {}),
+    createdAt: r.updated_at,
   };
 }
 

@@ -55,15 +55,16 @@ export const usageBindings = (u: UsageFacts): UsageBindings =>
  */
 export function messageUpsertSql(param: (name: keyof MessageParams) => string): string {
   return `INSERT INTO messages (id, conversation_id, segment_id, ordinal, role, content, status, provider, model,
-         stop_reason, error_message, edited_files, usage, meta, created_at, updated_at)
+         stop_reason, error_message, edited_files, usage, meta, created_at, updated_at, run_id, round)
        VALUES (${param('id')}, ${param('conversationId')},
          (SELECT active_segment_id FROM conversations WHERE id = ${param('conversationId')}),
          (SELECT COALESCE(MAX(ordinal), 0) + 1 FROM messages WHERE conversation_id = ${param('conversationId')}),
-         ${(['role', 'content', 'status', 'provider', 'model', 'stopReason', 'errorMessage', 'editedFiles', 'usage', 'meta', 'createdAt', 'now'] as const).map(param).join(', ')})
+         ${(['role', 'content', 'status', 'provider', 'model', 'stopReason', 'errorMessage', 'editedFiles', 'usage', 'meta', 'createdAt', 'now', 'runId', 'round'] as const).map(param).join(', ')})
        ON CONFLICT (id) DO UPDATE SET
          content = excluded.content, status = excluded.status, provider = excluded.provider, model = excluded.model,
          stop_reason = excluded.stop_reason, error_message = excluded.error_message, edited_files = excluded.edited_files,
-         usage = excluded.usage, meta = excluded.meta, updated_at = excluded.updated_at
+         usage = excluded.usage, meta = excluded.meta, updated_at = excluded.updated_at,
+         run_id = COALESCE(excluded.run_id, messages.run_id), round = COALESCE(excluded.round, messages.round)
        WHERE messages.conversation_id = excluded.conversation_id`;
 }
 

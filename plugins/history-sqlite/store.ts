@@ -11,9 +11,9 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { UsageError } from '../../core/errors.js';
-import type { Checkpoint, CheckpointRecord, HistorySnapshot, JsonObject, Message, RoundRecord, SessionInfo } from '../../plugin-api.js';
-import { messageParams, parseMeta, rowToMessage, statusOf, type ConversationRow, type MessageParams, type MessageRow, type SegmentHead, type SegmentRow } from '../../lib/history-shared/rows.js';
-import { messageUpsertSql, runFactsBindings, segmentBindings, SQL, usageBindings, type RunFactsBindings, type SegmentBindings, type UsageBindings } from '../../lib/history-shared/store-sql.js';
+import type { Checkpoint, CheckpointRecord, HistorySnapshot, JsonObject, Message, RoundRecord, SessionInfo, Usage } from '../../plugin-api.js';
+import { messageParams, parseMeta, rowToMessage, statusOf, usageOfMessageRow, type ConversationRow, type MessageParams, type MessageRow, type SegmentHead, type SegmentRow } from '../../lib/history-shared/rows.js';
+import { positionalMessageUpsert, runFactsBindings, segmentBindings, SQL, usageBindings, type RunFactsBindings, type SegmentBindings, type UsageBindings } from '../../lib/history-shared/store-sql.js';
 import {
   checkpointUsage,
   heldMatches,
@@ -47,7 +47,14 @@ export class HistoryStore {
   private readonly load: (info: SessionInfo) => HistorySnapshot | undefined;
   private readonly insertConversation: Statement<{ id: string; segmentId: string; lastSeq: number; now: number }>;
   private readonly insertSegment: Statement<SegmentBindings>;
-  private readonly upsertMessage: Statement<MessageParams>;
+  private readonly upsertStatement: Statement<unknown[]>;
+  private readonly upsertBindings: (p: MessageParams) => unknown[];
+  /**
+   * How far each conversation's seq numbers are reserved, as this store last wrote it (a load's
+   * reservation or an extension), while its run goes on: a round commit then checks the
+   * reservation here instead of with an UPDATE. Dropped at turn end; absent means "ask SQLite".
+   */
+  private readonly reservedUpTo = new Map<string, number>();
   private readonly touch: Statement<{ id: string; lastSeq: number; now: number }>;
   private readonly extendSeq: Statement<{ id: string; lastSeq: number }>;
   private readonly runFacts: Statement<RunFactsBindings>;
@@ -60,6 +67,7 @@ export class HistoryStore {
   private readonly segmentLast: Statement<[string], { id: string }>;
   private readonly messageAt: Statement<[string, string], { ordinal: number; segment_id: string }>;
   private readonly deleteFrom: Statement<[string, number]>;
+  private readonly carriedUsage: Statement<[string, number], MessageRow>;
   private readonly allMessages: Statement<[string], MessageRow>;
   private readonly pageBefore: Statement<[string, number, number], MessageRow>;
   private readonly countMessages: Statement<[string], { n: number | null }>;
@@ -87,7 +95,10 @@ export class HistoryStore {
        VALUES (@id, @now, @now, @lastSeq, @lastSeq + ${SEQ_RESERVE}, @segmentId)`,
     );
     this.insertSegment = db.prepare(SQL.insertSegment);
-    this.upsertMessage = db.prepare(messageUpsertSql((name) => `@${name}`));
+    // Positional: binding 14 values by name costs more than the rest of the statement's setup.
+    const upsert = positionalMessageUpsert();
+    this.upsertStatement = db.prepare(upsert.sql);
+    this.upsertBindings = upsert.bindings;
     // last_seq only rises: a late, coalesced save must not lower what a later one stored.
     this.touch = db.prepare('UPDATE conversations SET last_seq = MAX(last_seq, @lastSeq), updated_at = @now WHERE id = @id');
     // A round commit writes no conversation row: the run's facts were stored with its user
@@ -106,6 +117,9 @@ export class HistoryStore {
     this.segmentLast = db.prepare('SELECT id FROM messages WHERE segment_id = ? ORDER BY ordinal DESC LIMIT 1');
     this.messageAt = db.prepare(SQL.messageAt);
     this.deleteFrom = db.prepare(SQL.deleteFrom);
+    this.carriedUsage = db.prepare(
+      'SELECT id, conversation_id, provider, model, usage, updated_at, run_id, round FROM messages WHERE conversation_id = ? AND ordinal >= ? AND run_id IS NOT NULL AND usage IS NOT NULL ORDER BY ordinal',
+    );
     this.allMessages = db.prepare(SQL.allMessages);
     // Newest first through the (conversation_id, ordinal) index, then put back in order.
     this.pageBefore = db.prepare('SELECT * FROM messages WHERE conversation_id = ? AND ordinal < ? ORDER BY ordinal DESC LIMIT ?');
@@ -117,7 +131,7 @@ export class HistoryStore {
       write(db, (m: Message, info: SessionInfo) => {
         const now = Date.now();
         this.ensure(info.conversationId, info.lastSeq, now);
-        this.upsertMessage.run(messageParams(info.conversationId, m, 'complete', now));
+        this.upsertMessage(messageParams(info.conversationId, m, 'complete', now));
         this.touch.run({ id: info.conversationId, lastSeq: info.lastSeq, now });
       }),
     );
@@ -125,7 +139,7 @@ export class HistoryStore {
       write(db, (m: Message, info: SessionInfo) => {
         const now = Date.now();
         this.ensure(info.conversationId, info.lastSeq, now);
-        this.upsertMessage.run(messageParams(info.conversationId, m, 'partial', now));
+        this.upsertMessage(messageParams(info.conversationId, m, 'partial', now));
         this.touch.run({ id: info.conversationId, lastSeq: info.lastSeq, now });
       }),
     );
@@ -171,6 +185,7 @@ export class HistoryStore {
     if (!conv) return undefined;
     const { from, upTo } = seqReservation(conv, info);
     this.reserveSeq.run({ id: info.conversationId, upTo });
+    if (info.run) this.remember(info.conversationId, upTo);
     const segmentId = conv.active_segment_id;
     const segment = this.segmentSummary.get(segmentId);
     const stamp = segmentStamp(segmentId, segment);
@@ -185,6 +200,7 @@ export class HistoryStore {
   saveLastSeq(info: SessionInfo): void {
     this.assertOpen();
     this.releaseSeq.run({ id: info.conversationId, lastSeq: info.lastSeq, now: Date.now() });
+    this.reservedUpTo.delete(info.conversationId);
   }
 
 
@@ -233,12 +249,41 @@ export class HistoryStore {
   private writeRound(r: RoundRecord): void {
     const now = Date.now();
     const id = r.conversationId;
-    this.ensure(id, r.lastSeq, now);
-    this.upsertMessage.run(messageParams(id, r.assistant, statusOf(r.assistant), now));
-    if (r.toolResults) this.upsertMessage.run(messageParams(id, r.toolResults, 'complete', now));
-    const usage = roundUsage(r, now);
+    // The conversation row exists (its user message made it): no lookup first. Gone meanwhile
+    // (deleted by another process), the insert finds no segment and the row is made again.
+    // The round's usage goes on its assistant message (no usage row: lib/history-shared/rows.ts usageOfMessageRow).
+    const carried = r.usage !== undefined && r.usage === r.assistant.usage;
+    const assistant = messageParams(id, r.assistant, statusOf(r.assistant), now, carried ? { runId: r.runId, round: r.round } : undefined);
+    try {
+      this.upsertMessage(assistant);
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_CONSTRAINT_NOTNULL') throw err;
+      this.ensure(id, r.lastSeq, now);
+      this.upsertMessage(assistant);
+    }
+    if (r.toolResults) this.upsertMessage(messageParams(id, r.toolResults, 'complete', now));
+    const usage = carried ? undefined : roundUsage(r, now);
     if (usage) this.recordUsage(usage);
-    this.extendSeq.run({ id, lastSeq: r.lastSeq });
+    this.extendReservation(id, r.lastSeq);
+  }
+
+  private upsertMessage(p: MessageParams): void {
+    this.upsertStatement.run(this.upsertBindings(p));
+  }
+
+  /** Extend the run's seq reservation once it comes within SEQ_EXTEND_WITHIN of its end. */
+  private extendReservation(id: string, lastSeq: number): void {
+    const reserved = this.reservedUpTo.get(id);
+    if (reserved !== undefined && lastSeq + SEQ_EXTEND_WITHIN <= reserved) return;
+    const extended = this.extendSeq.run({ id, lastSeq }).changes > 0;
+    if (extended) this.remember(id, lastSeq + SEQ_RESERVE);
+    else this.reservedUpTo.delete(id);
+  }
+
+  /** Only a cache: a run that never reached turn end (a crash, a failed load) leaves its entry, so it is capped. */
+  private remember(id: string, upTo: number): void {
+    if (this.reservedUpTo.size >= 1024 && !this.reservedUpTo.has(id)) this.reservedUpTo.clear();
+    this.reservedUpTo.set(id, upTo);
   }
 
   private recordUsage(u: UsageFacts): void {
@@ -253,6 +298,12 @@ export class HistoryStore {
       if (base) at = { ordinal: base.ordinal + 1, segment_id: base.segment_id };
     }
     if (!at) return;
+    // Tokens were spent even if the reply goes: the usage its message carried becomes a usage row
+    // (with no message, as the usage table's ON DELETE SET NULL leaves the others).
+    for (const row of this.carriedUsage.all(conversationId, at.ordinal)) {
+      const u = usageOfMessageRow(row)!;
+      this.recordUsage({ conversationId, messageId: null, runId: u.runId, round: u.round, provider: u.provider, model: u.model, usage: row.usage ? (JSON.parse(row.usage) as Usage) : { inputTokens: 0, outputTokens: 0 }, now: u.createdAt });
+    }
     // The kernel truncates within the history it loaded, which is the active segment, so no
     // segment ever needs to be reactivated here.
     this.deleteFrom.run(conversationId, at.ordinal);

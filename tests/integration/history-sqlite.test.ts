@@ -251,7 +251,8 @@ describe('history-sqlite', () => {
 
   it('truncates from a message on, and lists, searches, renames, annotates and deletes conversations', async () => {
     const provider = fakeProvider((req) => ({ text: `reply to ${textOf(req.messages.at(-1)!)}` }));
-    const { kernel, history } = await boot(tmpHome(), provider);
+    const home = tmpHome();
+    const { kernel, history } = await boot(home, provider);
     const runA = kernel.runtime.startRun({ input: text('apples one'), mode: 'text' });
     await runA.result;
     const a = runA.conversationId;
@@ -267,6 +268,20 @@ describe('history-sqlite', () => {
     expect(edit.status).toBe('completed');
     expect(provider.requests.at(-1)!.messages.map(textOf)).toEqual(['apples one', 'reply to apples one', 'apples three']);
     expect((await history.getConversation(a))!.messages.map(textOf)).toEqual(['apples one', 'reply to apples one', 'apples three', 'reply to apples three']);
+    // Each round's usage rides on its reply; the truncated reply's tokens were still spent, so
+    // they stay, as a usage row with no message. Every round counted once.
+    const kept = (await history.getConversation(a))!.messages;
+    expect((await history.getUsage(a)).map((u) => [u.messageId, u.round, u.inputTokens, u.outputTokens])).toEqual([
+      [kept[1]!.id, 1, 10, 5],
+      [null, 1, 10, 5],
+      [kept[3]!.id, 1, 10, 5],
+    ]);
+    const db = new Database(path.join(home, 'liveagent.db'), { readonly: true });
+    try {
+      expect(db.prepare('SELECT COUNT(*) AS n FROM usage WHERE conversation_id = ?').get(a)).toEqual({ n: 1 });
+    } finally {
+      db.close();
+    }
 
     const ids = async (o?: Parameters<HistoryService['listConversations']>[0]) => (await history.listConversations(o)).map((c) => c.id);
     const list = await history.listConversations();

@@ -52,4 +52,22 @@ describe('seq reservation across round commits', () => {
     expect(next.lastSeq).toBeGreaterThan(beyond);
     expect(next.messages.map((m) => m.id)).toEqual(['u1', 'a1', 'a2', 'a3']);
   });
+
+  it('a round whose conversation another connection deleted meanwhile makes its row again (the commit looks nothing up first)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'la-seq-reserve-'));
+    dirs.push(dir);
+    const file = path.join(dir, 'history.db');
+    const s1 = await store(file);
+    s1.saveUserMessage(msg('u1', 'user'), run(0));
+    const start = s1.loadHistory(run(0))!.lastSeq;
+    // Another process deletes the conversation while the run goes on.
+    const other = await openDatabase(file, { busyTimeoutMs: 5000, migrationLockTimeoutMs: 10_000 });
+    open.push(other);
+    other.db.prepare("DELETE FROM conversations WHERE id = 'c1'").run();
+    const usage = { inputTokens: 3, outputTokens: 2 };
+    s1.saveRound({ conversationId: 'c1', runId: 'r1', round: 1, assistant: { ...msg('a1', 'assistant'), usage }, toolResults: msg('t1', 'tool'), provider: 'p', model: 'm', lastSeq: start + 10, usage });
+    const again = s1.loadHistory(run(0))!;
+    expect(again.messages.map((m) => m.id)).toEqual(['a1', 't1']);
+    expect(other.db.prepare("SELECT run_id, round FROM messages WHERE id = 'a1'").get()).toEqual({ run_id: 'r1', round: 1 });
+  });
 });
