@@ -191,7 +191,7 @@ export interface HistoryService {
    * key). Returns the new meta, or undefined when the conversation is unknown.
    */
   setConversationMeta(id: string, patch: JsonObject): Promise<JsonObject | undefined>;
-  /** Usage rows of a conversation, oldest first. */
+  /** What a conversation spent: one record per round that reported usage (truncated ones included, with `messageId` null) and per compaction summary, oldest first. */
   getUsage(id: string): Promise<UsageRecord[]>;
   /**
    * Start a new active segment (a compaction checkpoint) whose parent is the current one.
