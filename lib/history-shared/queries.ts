@@ -244,8 +244,11 @@ export function createHistoryService({ knex: getKnex, store, list, runtime, trac
           .orderBy('ordinal')
           .select('id', 'conversation_id', 'provider', 'model', 'usage', 'updated_at', 'run_id', 'round')) as MessageRow[];
         if (carried.length === 0) return rows;
+        // A message with a usage row of its own (stored before 0008, then committed again) counts once.
+        const counted = new Set(rows.map((u) => u.messageId));
+        const fromMessages = carried.filter((r) => !counted.has(r.id)).map((r) => usageOfMessageRow(r)!);
         // One list in the order the rounds were spent (a stable sort keeps each source's order).
-        return [...rows, ...carried.map((r) => usageOfMessageRow(r)!)].sort((a, b) => a.createdAt - b.createdAt);
+        return [...rows, ...fromMessages].sort((a, b) => a.createdAt - b.createdAt);
       }),
 
     startSegment: (id, options) =>
