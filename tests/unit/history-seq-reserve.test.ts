@@ -29,14 +29,19 @@ async function store(file: string) {
 const msg = (id: string, role: Message['role']): Message => ({ id, role, content: [{ type: 'text', text: id }], createdAt: Date.now() });
 const run = (lastSeq: number): SessionInfo => ({ conversationId: 'c1', lastSeq, run: { runId: 'r1', mode: 'tools', provider: 'p', model: 'm', workdir: '/' } });
 
+/** A fresh database with conversation c1's user message stored and its run's history loaded (the reservation taken). */
+async function startedRun() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'la-seq-reserve-'));
+  dirs.push(dir);
+  const file = path.join(dir, 'history.db');
+  const s1 = await store(file);
+  s1.saveUserMessage(msg('u1', 'user'), run(0));
+  return { file, s1, start: s1.loadHistory(run(0))!.lastSeq };
+}
+
 describe('seq reservation across round commits', () => {
   it('a run past half its reservation extends it, so a restart after a crash starts above every number emitted', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'la-seq-reserve-'));
-    dirs.push(dir);
-    const file = path.join(dir, 'history.db');
-    const s1 = await store(file);
-    s1.saveUserMessage(msg('u1', 'user'), run(0));
-    const start = s1.loadHistory(run(0))!.lastSeq;
+    const { file, s1, start } = await startedRun();
     // A round committed well inside the reservation leaves it as it is ...
     s1.saveRound({ conversationId: 'c1', runId: 'r1', round: 1, assistant: msg('a1', 'assistant'), provider: 'p', model: 'm', lastSeq: start + 10 });
     // ... one past its middle pushes it a whole reservation ahead of that round.
@@ -54,12 +59,7 @@ describe('seq reservation across round commits', () => {
   });
 
   it('a round whose conversation another connection deleted meanwhile makes its row again (the commit looks nothing up first)', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'la-seq-reserve-'));
-    dirs.push(dir);
-    const file = path.join(dir, 'history.db');
-    const s1 = await store(file);
-    s1.saveUserMessage(msg('u1', 'user'), run(0));
-    const start = s1.loadHistory(run(0))!.lastSeq;
+    const { file, s1, start } = await startedRun();
     // Another process deletes the conversation while the run goes on.
     const other = await openDatabase(file, { busyTimeoutMs: 5000, migrationLockTimeoutMs: 10_000 });
     open.push(other);
