@@ -301,8 +301,9 @@ export class HistoryStore {
     // Tokens were spent even if the reply goes: the usage its message carried becomes a usage row
     // (with no message, as the usage table's ON DELETE SET NULL leaves the others).
     for (const row of this.carriedUsage.all(conversationId, at.ordinal)) {
-      const u = usageOfMessageRow(row)!;
-      this.recordUsage({ conversationId, messageId: null, runId: u.runId, round: u.round, provider: u.provider, model: u.model, usage: row.usage ? (JSON.parse(row.usage) as Usage) : { inputTokens: 0, outputTokens: 0 }, now: u.createdAt });
+      const { runId, round, provider, model, createdAt, inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens, reasoningTokens, costUsd } = usageOfMessageRow(row)!;
+      const usage: Usage = { inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens, reasoningTokens, ...(costUsd !== undefined ? { costUsd } : {}) };
+      this.recordUsage({ conversationId, messageId: null, runId, round, provider, model, usage, now: createdAt });
     }
     // The kernel truncates within the history it loaded, which is the active segment, so no
     // segment ever needs to be reactivated here.
