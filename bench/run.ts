@@ -62,6 +62,7 @@ async function main() {
       if (!cpuOk || !heapOk) failed = true;
       console.log(`\nTool loop: ${r.rounds} rounds of a no-op tool (provider-anthropic + kernel + SQLite history) vs a raw SDK loop, CPU`);
       console.log(`  runtime ${fmt(r.pipelineMs, 0)} ms vs raw ${fmt(r.rawMs, 0)} ms (medians): ratio ${fmt(r.ratio)} (median of paired runs; target <= 1.3) ${cpuOk ? 'OK' : 'OVER TARGET'}`);
+      console.log(`  the same loop without the history plugin (nothing stored): ratio ${fmt(r.noHistoryRatio)} (for reference: the rest is the per-round commit)`);
       console.log(`  retained heap after the loop, over the raw loop's: ${fmt(r.retainedPerRoundBytes / 1024)} KB per round (target <= 1 KB) ${heapOk ? 'OK' : 'OVER TARGET'}`);
     } finally {
       server.close();

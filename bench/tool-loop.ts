@@ -3,6 +3,10 @@
  * kernel's hooks and dispatch, history-sqlite), against a hand-written loop over the raw
  * Anthropic SDK on the same loopback server (which runs in its own process). Reports CPU
  * (medians of interleaved repeats) and the heap each retains after a loop (gc exposed).
+ *
+ * For reference it also runs the same loop on a kernel without the history plugin (nothing
+ * stored): the difference between the two ratios is what committing every round durably costs
+ * (one SQLite write transaction per round, docs/decisions.md "Every round is committed").
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -48,27 +52,33 @@ async function rawLoop(url: string): Promise<number> {
 export async function benchToolLoop(server: Awaited<ReturnType<typeof startBenchServer>>, rounds = 200, repeats = Number(process.env.LIVEAGENT_BENCH_REPEATS ?? 5)) {
   await server.setLoop(rounds);
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'la-bench-loop-'));
+  fs.mkdirSync(path.join(home, 'no-history'));
   const anthropic = (await import('../plugins/provider-anthropic/index.js')).default as PluginModule;
   const history = (await import('../plugins/history-sqlite/index.js')).default as PluginModule;
-  const kernel = await createKernel({
-    home,
-    builtins: [anthropic, history, noopTool],
-    // The held-window cache is off: it keeps each loop's conversation for its next turn (a bounded
-    // cache, runtime.heldWindowMessages), which would read here as memory kept per round.
-    settings: { providers: { claude_code: { apiKey: KEY, baseUrl: server.url } }, runtime: { maxRounds: rounds + 10, retryMaxAttempts: 1, heldWindowMessages: 0 } },
-    thirdParty: false,
-  });
-  const pipeline = async () => {
-    const run = kernel.runtime.startRun({ input: [{ type: 'text', text: 'go' }], mode: 'tools', provider: 'claude_code', keepEvents: false });
+  const boot = (withHistory: boolean) =>
+    createKernel({
+      home: withHistory ? home : path.join(home, 'no-history'),
+      builtins: withHistory ? [anthropic, history, noopTool] : [anthropic, noopTool],
+      // The held-window cache is off: it keeps each loop's conversation for its next turn (a bounded
+      // cache, runtime.heldWindowMessages), which would read here as memory kept per round.
+      settings: { providers: { claude_code: { apiKey: KEY, baseUrl: server.url } }, runtime: { maxRounds: rounds + 10, retryMaxAttempts: 1, heldWindowMessages: 0 } },
+      thirdParty: false,
+    });
+  const kernel = await boot(true);
+  const bare = await boot(false);
+  const loopOn = (k: typeof kernel) => async () => {
+    const run = k.runtime.startRun({ input: [{ type: 'text', text: 'go' }], mode: 'tools', provider: 'claude_code', keepEvents: false });
     const r = await run.result;
     if (r.status !== 'completed' || r.messages.length !== rounds * 2 + 1) throw new Error(`pipeline loop: ${r.status} after ${r.messages.length} messages (${r.error?.message ?? ''})`);
   };
+  const pipeline = loopOn(kernel);
   const raw = async () => {
     const got = await rawLoop(server.url);
     if (got !== rounds + 1) throw new Error(`raw loop ran ${got} rounds`);
   };
   try {
     const { rawMs, pipelineMs, ratio } = await compareCpu(raw, pipeline, repeats);
+    const nothingStored = await compareCpu(raw, loopOn(bare), repeats);
     // Retained heap over four loops each, after two more warm-up loops: what stays behind after a
     // loop, not what the first loops in the process leave (inline caches, caches, SQLite pages);
     // over four, one collection's timing moves the figure a quarter as much as over one.
@@ -82,10 +92,11 @@ export async function benchToolLoop(server: Awaited<ReturnType<typeof startBench
     };
     const rawRetained = await retained(raw);
     const pipelineRetained = await retained(pipeline);
-    return { rounds, rawMs, pipelineMs, ratio, retainedPerRoundBytes: (pipelineRetained - rawRetained) / rounds };
+    return { rounds, rawMs, pipelineMs, ratio, noHistoryRatio: nothingStored.ratio, retainedPerRoundBytes: (pipelineRetained - rawRetained) / rounds };
   } finally {
     await server.setLoop(0);
     await kernel.shutdown();
+    await bare.shutdown();
     fs.rmSync(home, { recursive: true, force: true });
   }
 }
