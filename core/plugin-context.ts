@@ -9,6 +9,7 @@ import type { Disposable, ExperimentalFeature, KernelHookTaps, Plugin, PluginCon
 import { asKernel, asPlugin, ownTool, settleWithin, type CrashOwner } from './crash-guard.js';
 import { ConfigError, PluginError, RuntimeError } from './errors.js';
 import { experimentalOf } from './experimental.js';
+import { ONE_OFF_PARSE } from './validate-once.js';
 import { facadeFor, trackDisposable, type KernelHooks, type SessionHooks, type TapEnv } from './hooks.js';
 import type { createLogger } from './logger.js';
 import type { ProviderRegistry, ServiceRegistry, ToolRegistry } from './registries.js';
@@ -98,7 +99,7 @@ function makeContext(plugin: Plugin, slot: PluginSlot, d: ContextDeps): PluginCo
   const raw = plugin.settingsKey ? current[plugin.settingsKey] : current.pluginSettings?.[name];
   let config: unknown = raw;
   if (plugin.settingsSchema) {
-    const r = plugin.settingsSchema.safeParse(raw ?? {});
+    const r = plugin.settingsSchema.safeParse(raw ?? {}, ONE_OFF_PARSE);
     if (!r.success) {
       const i = r.error.issues[0]!;
       const where = plugin.settingsKey ?? `pluginSettings.${name}`;

@@ -10,6 +10,7 @@ import { register } from 'node:module';
 import { z } from 'zod';
 import type { Plugin, PluginModule, RuntimeErrorInfo } from '../plugin-api.js';
 import { DependencyError, PluginError } from './errors.js';
+import { ONE_OFF_PARSE } from './validate-once.js';
 
 const PluginManifestSchema = z.object({
   name: z.string().regex(/^[A-Za-z0-9@/._-]{1,100}$/, 'must be 1-100 letters, digits, @ / . _ or -'),
@@ -30,7 +31,7 @@ const PackageJsonSchema = z.object({
 
 /** Check a plugin object's shape; the error names the plugin (or where it came from). */
 export function validatePlugin(value: unknown, origin: string): Plugin {
-  const r = PluginManifestSchema.safeParse(value);
+  const r = PluginManifestSchema.safeParse(value, ONE_OFF_PARSE);
   if (!r.success) {
     const i = r.error.issues[0]!;
     const name = value && typeof value === 'object' && typeof (value as { name?: unknown }).name === 'string' ? (value as { name: string }).name : origin;

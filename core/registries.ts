@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import type { Disposable, JsonObject, Provider, SchemaLike, ToolDefinition, ToolSpec } from '../plugin-api.js';
 import { ConfigError, PluginError } from './errors.js';
+import { ONE_OFF_PARSE } from './validate-once.js';
 
 export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -49,7 +50,7 @@ export class ToolRegistry {
   private listeners = new Set<() => void>();
 
   add(tool: ToolDefinition, plugin: string): Disposable {
-    const shape = ToolDefinitionShape.safeParse(tool);
+    const shape = ToolDefinitionShape.safeParse(tool, ONE_OFF_PARSE);
     if (!shape.success) {
       const i = shape.error.issues[0]!;
       throw new PluginError(plugin, `plugin "${plugin}" registered an invalid tool${tool?.name ? ` "${tool.name}"` : ''}: ${i.path.join('.') || 'tool'} ${i.message}`);
@@ -112,7 +113,7 @@ export class ProviderRegistry {
   private byId = new Map<string, { provider: Provider; plugin: string }>();
 
   add(provider: Provider, plugin: string): Disposable {
-    const shape = ProviderShape.safeParse(provider);
+    const shape = ProviderShape.safeParse(provider, ONE_OFF_PARSE);
     if (!shape.success) {
       const i = shape.error.issues[0]!;
       throw new PluginError(plugin, `plugin "${plugin}" registered an invalid provider: ${i.path.join('.') || 'provider'} ${i.message}`);

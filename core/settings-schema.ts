@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import type { Settings } from '../plugin-api.js';
 import { ConfigError } from './errors.js';
+import { ONE_OFF_PARSE } from './validate-once.js';
 
 const ModelInfoSchema = z.object({
   id: z.string().min(1),
@@ -86,7 +87,7 @@ function formatPath(p: ReadonlyArray<PropertyKey>, value: unknown): string {
 
 /** Validate settings; throws a ConfigError whose message names the first bad field. */
 export function validateSettings(value: unknown, source = 'settings'): Settings {
-  const r = SettingsSchema.safeParse(value);
+  const r = SettingsSchema.safeParse(value, ONE_OFF_PARSE);
   if (r.success) return r.data as Settings;
   const issue = r.error.issues[0]!;
   throw new ConfigError(`${source}: ${formatPath(issue.path, value)}: ${issue.message}`, {

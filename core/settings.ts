@@ -19,6 +19,7 @@ import type { Disposable, Logger, SchemaLike, Settings, SettingsStore, SharedSet
 import { ConfigError } from './errors.js';
 import { createLogger } from './logger.js';
 import { SettingsSchema, validateSettings } from './settings-schema.js';
+import { ONE_OFF_PARSE } from './validate-once.js';
 import { applyPatch, diffSettings, jsonEqual, readDisk, statStamp, withFileLock, writeAtomic, type Stamp } from './settings-disk.js';
 import { SharedSettingsLayer } from './settings-shared.js';
 import { intersectUnknown, unknownKeys, unknownKeyWarning, unrecognizedHint, type SettingsWarning } from './settings-warnings.js';
@@ -373,8 +374,8 @@ export class FileSettingsStore implements SettingsStore {
         const hint = unrecognizedHint(schema, i as typeof i & { code?: string; keys?: string[] });
         throw new ConfigError(`settings: ${[c.where, ...i.path.map(String)].join('.')}: ${i.message}${hint}`, { plugin: c.plugin });
       };
-      fail(c.schema, c.schema.safeParse(value));
-      if (c.writeSchema && base && !sameJson(c.read(base), value)) fail(c.writeSchema, c.writeSchema.safeParse(value));
+      fail(c.schema, c.schema.safeParse(value, ONE_OFF_PARSE));
+      if (c.writeSchema && base && !sameJson(c.read(base), value)) fail(c.writeSchema, c.writeSchema.safeParse(value, ONE_OFF_PARSE));
     }
   }
 

@@ -29,7 +29,12 @@ export interface Logger {
  * whose schema is not zod gives it as {@link ToolDefinition.jsonSchema}.
  */
 export interface SchemaLike<T = unknown> {
-  safeParse(value: unknown): { success: true; data: T } | { success: false; error: { issues: ReadonlyArray<SchemaIssue> } };
+  /**
+   * `options`: the kernel passes `{ jitless: true }` when it validates something once or rarely
+   * (plugin settings at load, a settings write), so that zod does not compile a fast path for a
+   * schema parsed once; other implementations may ignore it.
+   */
+  safeParse(value: unknown, options?: { jitless?: boolean }): { success: true; data: T } | { success: false; error: { issues: ReadonlyArray<SchemaIssue> } };
 }
 
 /** One validation problem: where (a path into the value) and what. */

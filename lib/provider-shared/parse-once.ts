@@ -6,17 +6,20 @@
  */
 import { z } from 'zod';
 
+/** Each value is parsed once: no zod fast path is compiled for it (core/validate-once.ts). */
+const ONCE = { jitless: true } as const;
+
 const bySchema = new WeakMap<z.ZodType, { objects: WeakMap<object, unknown>; empty?: unknown }>();
 
 /** `schema.safeParse(value)`, remembered per (schema, object). Callers must not mutate the result. */
 export function parseOnce<T extends z.ZodType>(schema: T, value: unknown): z.ZodSafeParseResult<z.output<T>> {
-  if (value === null || typeof value !== 'object') return schema.safeParse(value);
+  if (value === null || typeof value !== 'object') return schema.safeParse(value, ONCE);
   let memo = bySchema.get(schema);
   if (!memo) bySchema.set(schema, (memo = { objects: new WeakMap() }));
   // Request options are often a fresh `{}`: one shared answer for every empty plain object.
-  if (Object.getPrototypeOf(value) === Object.prototype && isEmpty(value)) return (memo.empty ??= schema.safeParse({})) as z.ZodSafeParseResult<z.output<T>>;
+  if (Object.getPrototypeOf(value) === Object.prototype && isEmpty(value)) return (memo.empty ??= schema.safeParse({}, ONCE)) as z.ZodSafeParseResult<z.output<T>>;
   let r = memo.objects.get(value);
-  if (r === undefined) memo.objects.set(value, (r = schema.safeParse(value)));
+  if (r === undefined) memo.objects.set(value, (r = schema.safeParse(value, ONCE)));
   return r as z.ZodSafeParseResult<z.output<T>>;
 }
 

@@ -100,7 +100,8 @@ export function toolSettings<K extends ToolSettingsKey>(settings: Settings, key:
   if (perSettings.has(key)) return perSettings.get(key) as z.output<Slices[K]>;
   const section = settings.tools;
   const raw = section && typeof section === 'object' ? (section as Record<string, unknown>)[key] : undefined;
-  const r = slices[key].safeParse(raw);
+  // Parsed once per settings value: no zod fast path compiled for it (core/validate-once.ts).
+  const r = slices[key].safeParse(raw, { jitless: true });
   if (!r.success) {
     const i = r.error.issues[0]!;
     throw new Error(`invalid settings: ${['tools', key, ...i.path.map(String)].join('.')}: ${i.message}`);

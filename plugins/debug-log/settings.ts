@@ -50,7 +50,8 @@ export const DEBUG_LOG_DEFAULTS: DebugLogSettings = {
  * validates on save, so only a hand edit gets here) falls back to `fallback`.
  */
 export function debugLogSettings(settings: Settings, fallback: DebugLogSettingsInput = {}): DebugLogSettings {
-  const r = DebugLogSettingsSchema.safeParse(settings.debugLog ?? {});
+  // Parsed once per settings value: no zod fast path compiled for it (core/validate-once.ts).
+  const r = DebugLogSettingsSchema.safeParse(settings.debugLog ?? {}, { jitless: true });
   const given = r.success ? r.data : fallback;
   const out: DebugLogSettings = { ...DEBUG_LOG_DEFAULTS };
   for (const [k, v] of Object.entries(given)) if (v !== undefined) (out as unknown as Record<string, unknown>)[k] = v;

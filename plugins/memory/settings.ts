@@ -66,7 +66,8 @@ export const MEMORY_DEFAULTS: MemorySettings = {
  * store validates on save, so only a hand edit gets here) falls back to `fallback`.
  */
 export function memorySettings(settings: Settings, fallback: MemorySettingsInput = {}): MemorySettings {
-  const r = MemorySettingsSchema.safeParse(settings.memory ?? {});
+  // Parsed once per settings value: no zod fast path compiled for it (core/validate-once.ts).
+  const r = MemorySettingsSchema.safeParse(settings.memory ?? {}, { jitless: true });
   const given = r.success ? r.data : fallback;
   const out: MemorySettings = { ...MEMORY_DEFAULTS };
   for (const [k, v] of Object.entries(given)) if (v !== undefined) (out as unknown as Record<string, unknown>)[k] = v;

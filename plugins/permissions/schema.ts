@@ -59,7 +59,8 @@ export function describeIssue(issues: ReadonlyArray<SchemaIssue>): string {
 }
 
 export function loadSection(raw: unknown): Loaded {
-  const r = PermissionsSchema.safeParse(raw ?? {});
+  // Parsed once per settings value: no zod fast path compiled for it (core/validate-once.ts).
+  const r = PermissionsSchema.safeParse(raw ?? {}, { jitless: true });
   return r.success ? { ok: true, settings: r.data } : { ok: false, problem: describeIssue(r.error.issues) };
 }
 
@@ -75,8 +76,8 @@ export function bootTolerantSchema(): SchemaLike & { booted(): void } {
   const schema = {
     // The zod definition, so the settings store's "did you mean" hints still see the section's shape.
     _zod: (PermissionsSchema as unknown as { _zod: unknown })._zod,
-    safeParse(value: unknown): ReturnType<SchemaLike['safeParse']> {
-      const r = PermissionsSchema.safeParse(value ?? {});
+    safeParse(value: unknown, options?: { jitless?: boolean }): ReturnType<SchemaLike['safeParse']> {
+      const r = PermissionsSchema.safeParse(value ?? {}, options);
       if (r.success || !booting) return r as ReturnType<SchemaLike['safeParse']>;
       return { success: true, data: { problem: describeIssue(r.error.issues) } };
     },
