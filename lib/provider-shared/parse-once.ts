@@ -5,21 +5,19 @@
  * validated when they change, not per request") without a cache to invalidate.
  */
 import { z } from 'zod';
-
-/** Each value is parsed once: no zod fast path is compiled for it (core/validate-once.ts). */
-const ONCE = { jitless: true } as const;
+import { ONE_OFF_PARSE } from '../one-off-parse.js';
 
 const bySchema = new WeakMap<z.ZodType, { objects: WeakMap<object, unknown>; empty?: unknown }>();
 
 /** `schema.safeParse(value)`, remembered per (schema, object). Callers must not mutate the result. */
 export function parseOnce<T extends z.ZodType>(schema: T, value: unknown): z.ZodSafeParseResult<z.output<T>> {
-  if (value === null || typeof value !== 'object') return schema.safeParse(value, ONCE);
+  if (value === null || typeof value !== 'object') return schema.safeParse(value, ONE_OFF_PARSE);
   let memo = bySchema.get(schema);
   if (!memo) bySchema.set(schema, (memo = { objects: new WeakMap() }));
   // Request options are often a fresh `{}`: one shared answer for every empty plain object.
-  if (Object.getPrototypeOf(value) === Object.prototype && isEmpty(value)) return (memo.empty ??= schema.safeParse({}, ONCE)) as z.ZodSafeParseResult<z.output<T>>;
+  if (Object.getPrototypeOf(value) === Object.prototype && isEmpty(value)) return (memo.empty ??= schema.safeParse({}, ONE_OFF_PARSE)) as z.ZodSafeParseResult<z.output<T>>;
   let r = memo.objects.get(value);
-  if (r === undefined) memo.objects.set(value, (r = schema.safeParse(value, ONCE)));
+  if (r === undefined) memo.objects.set(value, (r = schema.safeParse(value, ONE_OFF_PARSE)));
   return r as z.ZodSafeParseResult<z.output<T>>;
 }
 

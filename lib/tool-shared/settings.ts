@@ -9,6 +9,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import type { Settings } from '../../plugin-api.js';
+import { ONE_OFF_PARSE } from '../one-off-parse.js';
 
 const ms = (def: number, min = 1) => z.number().int().min(min).default(def);
 const bytes = (def: number, min = 1) => z.number().int().min(min).default(def);
@@ -100,8 +101,7 @@ export function toolSettings<K extends ToolSettingsKey>(settings: Settings, key:
   if (perSettings.has(key)) return perSettings.get(key) as z.output<Slices[K]>;
   const section = settings.tools;
   const raw = section && typeof section === 'object' ? (section as Record<string, unknown>)[key] : undefined;
-  // Parsed once per settings value: no zod fast path compiled for it (core/validate-once.ts).
-  const r = slices[key].safeParse(raw, { jitless: true });
+  const r = slices[key].safeParse(raw, ONE_OFF_PARSE);
   if (!r.success) {
     const i = r.error.issues[0]!;
     throw new Error(`invalid settings: ${['tools', key, ...i.path.map(String)].join('.')}: ${i.message}`);

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { Settings } from '../../plugin-api.js';
+import { ONE_OFF_PARSE } from '../../lib/one-off-parse.js';
 
 export const DebugLogSettingsSchema = z.strictObject({
   /** Log every run, whatever its mode (default false: only `agent-dev` runs are logged). */
@@ -50,8 +51,7 @@ export const DEBUG_LOG_DEFAULTS: DebugLogSettings = {
  * validates on save, so only a hand edit gets here) falls back to `fallback`.
  */
 export function debugLogSettings(settings: Settings, fallback: DebugLogSettingsInput = {}): DebugLogSettings {
-  // Parsed once per settings value: no zod fast path compiled for it (core/validate-once.ts).
-  const r = DebugLogSettingsSchema.safeParse(settings.debugLog ?? {}, { jitless: true });
+  const r = DebugLogSettingsSchema.safeParse(settings.debugLog ?? {}, ONE_OFF_PARSE);
   const given = r.success ? r.data : fallback;
   const out: DebugLogSettings = { ...DEBUG_LOG_DEFAULTS };
   for (const [k, v] of Object.entries(given)) if (v !== undefined) (out as unknown as Record<string, unknown>)[k] = v;

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { Settings } from '../../plugin-api.js';
+import { ONE_OFF_PARSE } from '../../lib/one-off-parse.js';
 
 const ms = z.number().int().min(0, 'must be 0 or more milliseconds');
 
@@ -66,8 +67,7 @@ export const MEMORY_DEFAULTS: MemorySettings = {
  * store validates on save, so only a hand edit gets here) falls back to `fallback`.
  */
 export function memorySettings(settings: Settings, fallback: MemorySettingsInput = {}): MemorySettings {
-  // Parsed once per settings value: no zod fast path compiled for it (core/validate-once.ts).
-  const r = MemorySettingsSchema.safeParse(settings.memory ?? {}, { jitless: true });
+  const r = MemorySettingsSchema.safeParse(settings.memory ?? {}, ONE_OFF_PARSE);
   const given = r.success ? r.data : fallback;
   const out: MemorySettings = { ...MEMORY_DEFAULTS };
   for (const [k, v] of Object.entries(given)) if (v !== undefined) (out as unknown as Record<string, unknown>)[k] = v;

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { SchemaIssue, SchemaLike } from '../../plugin-api.js';
 import { isValidGlob } from './glob.js';
+import { ONE_OFF_PARSE } from '../../lib/one-off-parse.js';
 
 export const ACTIONS = ['allow', 'ask', 'deny'] as const;
 export type Action = (typeof ACTIONS)[number];
@@ -59,8 +60,7 @@ export function describeIssue(issues: ReadonlyArray<SchemaIssue>): string {
 }
 
 export function loadSection(raw: unknown): Loaded {
-  // Parsed once per settings value: no zod fast path compiled for it (core/validate-once.ts).
-  const r = PermissionsSchema.safeParse(raw ?? {}, { jitless: true });
+  const r = PermissionsSchema.safeParse(raw ?? {}, ONE_OFF_PARSE);
   return r.success ? { ok: true, settings: r.data } : { ok: false, problem: describeIssue(r.error.issues) };
 }
 
